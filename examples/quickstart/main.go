@@ -1,0 +1,96 @@
+// Command quickstart runs a small agent offline: a scripted model asks a
+// weather tool, reads its answer and replies. It prints the transcript and
+// the token usage.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+type weatherInput struct {
+	City string `json:"city" jsonschema:"the city to report on"`
+}
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer) error {
+	weather, err := harness.NewTool("get_weather", "Report the current weather of a city.",
+		func(_ context.Context, in weatherInput) (string, error) {
+			return fmt.Sprintf("%s: 18°C, light rain", in.City), nil
+		})
+	if err != nil {
+		return err
+	}
+	provider, label := chooseProvider()
+	agent, err := harness.New(
+		harness.WithName("quickstart"),
+		harness.WithProvider(provider),
+		harness.WithModel(model()),
+		harness.WithSystemPrompt("You are a concise weather assistant. Use get_weather."),
+		harness.WithTools(weather),
+	)
+	if err != nil {
+		return err
+	}
+	defer agent.Close(ctx)
+
+	fmt.Fprintf(w, "provider: %s\n\n", label)
+	question := "What's the weather in Lisbon?"
+	res, err := agent.Run(ctx, question)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "user: %s\n", question)
+	printTranscript(w, res.Messages[1:])
+	u := res.Usage
+	fmt.Fprintf(w, "\nstatus: %s, steps: %d\n", res.Status, res.Steps)
+	fmt.Fprintf(w, "usage: input %d (cache read %d, cache write %d), output %d (reasoning %d), total %d\n",
+		u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, u.ReasoningTokens, u.TotalTokens())
+	return nil
+}
+
+func printTranscript(w io.Writer, msgs []harness.Message) {
+	for _, m := range msgs {
+		for _, p := range m.Content {
+			switch p.Type {
+			case harness.PartText:
+				fmt.Fprintf(w, "%s: %s\n", m.Role, strings.TrimSpace(p.Text))
+			case harness.PartReasoning:
+				fmt.Fprintf(w, "%s (thinking): %s\n", m.Role, strings.TrimSpace(p.Text))
+			case harness.PartToolCall:
+				fmt.Fprintf(w, "%s → %s(%s)\n", m.Role, p.ToolCall.Name, p.ToolCall.Input)
+			case harness.PartToolResult:
+				fmt.Fprintf(w, "tool ← %s: %s\n", p.ToolResult.Name, p.ToolResult.Content)
+			}
+		}
+	}
+}
+
+// chooseProvider returns the offline scripted provider.
+func chooseProvider() (harness.Provider, string) {
+	return harnesstest.NewScriptedProvider(
+		harnesstest.Response{
+			Text:      "Let me check.",
+			ToolCalls: []harness.ToolCall{harnesstest.Call("call_1", "get_weather", map[string]string{"city": "Lisbon"})},
+			Usage:     harness.Usage{InputTokens: 412, OutputTokens: 31, CacheCreationInputTokens: 380},
+		},
+		harnesstest.Response{
+			Text:  "Lisbon is at 18°C with light rain — take an umbrella.",
+			Usage: harness.Usage{InputTokens: 468, OutputTokens: 22, CacheReadInputTokens: 380},
+		},
+	), "scripted (offline)"
+}
+
+func model() string { return "scripted-model" }

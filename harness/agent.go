@@ -1,0 +1,599 @@
+package harness
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Option configures an [Agent]. Options are applied in order by [New] and
+// [LoadSession].
+type Option func(*config)
+
+// config holds an agent's settings. Defaults:
+//   - name "agent";
+//   - max steps 32 (model requests per run);
+//   - permission manager AllowAll();
+//   - logger slog.Default() at the time New is called;
+//   - a random session ID;
+//   - no retries (providers built on vendor SDKs retry themselves).
+type config struct {
+	provider    Provider
+	model       string
+	name        string
+	system      string
+	maxTokens   int
+	temperature *float64
+	stream      bool
+	maxSteps    int
+	perm        PermissionManager
+	logger      *slog.Logger
+	sessionID   string
+	retry       RetryPolicy
+
+	tools      []*Tool
+	middleware []Middleware
+	hooks      []hookReg
+	extensions []Extension
+}
+
+type hookReg struct {
+	event HookEvent
+	fn    Hook
+}
+
+// RetryPolicy makes the engine send a model request again after an error
+// that implements [RetryableError] and says so. Each attempt goes through
+// the model interceptors and middleware again, so it is visible to tracing.
+type RetryPolicy struct {
+	// MaxAttempts counts the first try; 0 or 1 means no retry.
+	MaxAttempts int
+	// Backoff is the wait before the second attempt; it doubles after each.
+	Backoff time.Duration
+}
+
+// WithProvider sets the model provider. Required.
+func WithProvider(p Provider) Option { return func(c *config) { c.provider = p } }
+
+// WithModel sets the model name sent with every request.
+func WithModel(model string) Option { return func(c *config) { c.model = model } }
+
+// WithName names the agent, as spans and records show it. Default "agent".
+func WithName(name string) Option { return func(c *config) { c.name = name } }
+
+// WithSystemPrompt sets the base system prompt; prompt providers append to it.
+func WithSystemPrompt(s string) Option { return func(c *config) { c.system = s } }
+
+// WithMaxTokens sets ModelRequest.MaxTokens.
+func WithMaxTokens(n int) Option { return func(c *config) { c.maxTokens = n } }
+
+// WithTemperature sets ModelRequest.Temperature.
+func WithTemperature(t float64) Option { return func(c *config) { c.temperature = &t } }
+
+// WithStreaming sets ModelRequest.Stream.
+func WithStreaming(on bool) Option { return func(c *config) { c.stream = on } }
+
+// WithMaxSteps bounds the model requests of one run; a run that needs more
+// fails with [ErrMaxSteps]. Default 32.
+func WithMaxSteps(n int) Option { return func(c *config) { c.maxSteps = n } }
+
+// WithPermissionManager decides calls of tools that inherit their permission.
+func WithPermissionManager(m PermissionManager) Option { return func(c *config) { c.perm = m } }
+
+// WithLogger sets the logger for hook failures and other reports.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithSessionID sets the session ID. Default: random.
+func WithSessionID(id string) Option { return func(c *config) { c.sessionID = id } }
+
+// WithRetry sets the engine's retry policy for model requests.
+func WithRetry(p RetryPolicy) Option { return func(c *config) { c.retry = p } }
+
+// WithTools registers tools, in order.
+func WithTools(tools ...*Tool) Option {
+	return func(c *config) { c.tools = append(c.tools, tools...) }
+}
+
+// WithMiddleware registers middleware, in order.
+func WithMiddleware(m ...Middleware) Option {
+	return func(c *config) { c.middleware = append(c.middleware, m...) }
+}
+
+// WithHook subscribes fn to event.
+func WithHook(event HookEvent, fn Hook) Option {
+	return func(c *config) { c.hooks = append(c.hooks, hookReg{event, fn}) }
+}
+
+// WithHooks subscribes fn to each of events, or to every event when none
+// is given.
+func WithHooks(fn Hook, events ...HookEvent) Option {
+	if len(events) == 0 {
+		events = AllHookEvents()
+	}
+	return func(c *config) {
+		for _, e := range events {
+			c.hooks = append(c.hooks, hookReg{e, fn})
+		}
+	}
+}
+
+// WithExtensions installs extensions. Use a fresh extension value for each
+// agent: extensions hold state and registrations.
+func WithExtensions(ext ...Extension) Option {
+	return func(c *config) { c.extensions = append(c.extensions, ext...) }
+}
+
+// Agent runs a conversation with a model and its tools. Build one with
+// [New]; release it with [Agent.Close].
+//
+// Run and Resume on one agent are serialized: a second call waits for the
+// first. The other methods are safe for concurrent use.
+type Agent struct {
+	cfg    config
+	logger *slog.Logger
+
+	regMu sync.Mutex // guards reg and the extension contexts' handle lists
+	reg   registry
+	snap  atomic.Pointer[snapshot]
+
+	exts []*ExtensionContext // in install order
+
+	stateMu sync.Mutex
+	state   map[string]any
+
+	runMu    sync.Mutex // serializes runs; guards the fields below
+	messages []Message
+	pending  *pendingRun
+	prefix   prefixHasher
+
+	closeMu  sync.Mutex
+	closed   atomic.Bool
+	closeErr error
+}
+
+// New builds an agent: it applies the options, registers the given tools,
+// middleware and hooks, then installs the extensions in priority order.
+// If an extension fails to install, its registrations are rolled back, the
+// extensions installed before it are torn down, and New returns an
+// [*ExtensionError] naming it.
+func New(opts ...Option) (*Agent, error) {
+	a := &Agent{}
+	for _, o := range opts {
+		o(&a.cfg)
+	}
+	c := &a.cfg
+	if c.provider == nil {
+		return nil, ErrNoProvider
+	}
+	if c.name == "" {
+		c.name = "agent"
+	}
+	if c.maxSteps <= 0 {
+		c.maxSteps = 32
+	}
+	if c.perm == nil {
+		c.perm = AllowAll()
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	a.logger = c.logger.With("agent", c.name)
+	if c.sessionID == "" {
+		c.sessionID = newID()
+	}
+	a.reg.tools = map[string][]*toolBinding{}
+	a.rebuild()
+
+	for _, t := range c.tools {
+		if _, err := a.registerTool(t, false, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range c.middleware {
+		if _, err := a.addMiddleware(m, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range c.hooks {
+		if _, err := a.onHook(h.event, h.fn, nil); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.install(c.extensions); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Name returns the agent's name.
+func (a *Agent) Name() string { return a.cfg.name }
+
+// SessionID returns the session ID.
+func (a *Agent) SessionID() string { return a.cfg.sessionID }
+
+// Model returns the model name.
+func (a *Agent) Model() string { return a.cfg.model }
+
+// Logger returns the agent's logger.
+func (a *Agent) Logger() *slog.Logger { return a.logger }
+
+// Messages returns a copy of the conversation so far.
+func (a *Agent) Messages() []Message {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	return slices.Clone(a.messages)
+}
+
+// Reset forgets the conversation and any pending approvals, keeping the
+// tools, extensions and session ID. It waits for a running Run.
+func (a *Agent) Reset() {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	clear(a.messages)
+	a.messages = a.messages[:0]
+	a.pending = nil
+	a.prefix.reset()
+}
+
+// Tool returns the active tool of that name.
+func (a *Agent) Tool(name string) (*Tool, bool) {
+	t, ok := a.snap.Load().tools[name]
+	return t, ok
+}
+
+// Inventory lists what is registered on an agent, for tests and diagnostics.
+type Inventory struct {
+	Tools           []string // active tool names, in definition order
+	Middleware      []Middleware
+	Hooks           map[HookEvent]int // how many hooks each event has
+	PromptProviders int
+	Extensions      []string // installed extensions, in install order
+}
+
+// Inventory returns what is registered now.
+func (a *Agent) Inventory() Inventory {
+	s := a.snap.Load()
+	inv := Inventory{Hooks: map[HookEvent]int{}, PromptProviders: len(s.prompts)}
+	for _, d := range s.defs {
+		inv.Tools = append(inv.Tools, d.Name)
+	}
+	inv.Middleware = slices.Clone(s.middleware)
+	for e := HookEvent(1); e < numHookEvents; e++ {
+		if n := len(s.hooks[e]); n > 0 {
+			inv.Hooks[e] = n
+		}
+	}
+	for _, ec := range a.exts {
+		inv.Extensions = append(inv.Extensions, ec.name)
+	}
+	return inv
+}
+
+// Close tears the agent down: for each extension in reverse install order
+// it calls Teardown and removes the extension's registrations in reverse
+// order. It tries every teardown and returns their errors joined. Close
+// waits for a running Run; it is idempotent and returns the same error on
+// later calls. ctx bounds teardowns that honour it.
+func (a *Agent) Close(ctx context.Context) error {
+	a.closeMu.Lock()
+	defer a.closeMu.Unlock()
+	if a.closed.Load() {
+		return a.closeErr
+	}
+	a.runMu.Lock()
+	a.closed.Store(true)
+	a.runMu.Unlock()
+	a.closeErr = a.teardown(ctx, a.exts)
+	return a.closeErr
+}
+
+func (a *Agent) teardown(ctx context.Context, exts []*ExtensionContext) error {
+	var errs []error
+	for i := len(exts) - 1; i >= 0; i-- {
+		ec := exts[i]
+		if td, ok := ec.ext.(TearDowner); ok {
+			if err := safeCall(func() error { return td.Teardown(ctx) }); err != nil {
+				errs = append(errs, &ExtensionError{Extension: ec.name, Op: "teardown", Err: err})
+			}
+		}
+		ec.closeAll()
+	}
+	return errors.Join(errs...)
+}
+
+// State access shared by all extensions (ExtensionContext.GetState/SetState).
+func (a *Agent) getState(key string) (any, bool) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	v, ok := a.state[key]
+	return v, ok
+}
+
+func (a *Agent) setState(key string, v any) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	if a.state == nil {
+		a.state = map[string]any{}
+	}
+	a.state[key] = v
+}
+
+// ---- registry ----
+
+// registry is the mutable source of registrations, guarded by regMu. Every
+// change rebuilds the immutable snapshot that runs read without locking.
+type registry struct {
+	tools      map[string][]*toolBinding // a stack per name; the top is active
+	toolOrder  []string                  // names in first-registration order
+	middleware []*entry[Middleware]
+	hooks      [numHookEvents][]*entry[Hook]
+	prompts    []*entry[func() string]
+}
+
+type toolBinding struct{ tool *Tool }
+
+type entry[T any] struct{ v T }
+
+// snapshot is what a run reads: built on each registration change.
+type snapshot struct {
+	tools      map[string]*Tool
+	defs       []ToolDefinition
+	middleware []Middleware
+	reqMW      []ModelRequestMiddleware
+	respMW     []ModelResponseMiddleware
+	callMW     []ToolCallMiddleware
+	resultMW   []ToolResultMiddleware
+	runIC      []RunInterceptor
+	modelIC    []ModelInterceptor
+	toolIC     []ToolInterceptor
+	hooks      [numHookEvents][]Hook
+	prompts    []func() string
+}
+
+// rebuild makes a new snapshot from reg. The caller holds regMu (or owns a
+// during New).
+func (a *Agent) rebuild() {
+	s := &snapshot{tools: make(map[string]*Tool, len(a.reg.toolOrder))}
+	for _, name := range a.reg.toolOrder {
+		stack := a.reg.tools[name]
+		t := stack[len(stack)-1].tool
+		s.tools[name] = t
+		s.defs = append(s.defs, t.Definition())
+	}
+	for _, e := range a.reg.middleware {
+		m := e.v
+		s.middleware = append(s.middleware, m)
+		if x, ok := m.(ModelRequestMiddleware); ok {
+			s.reqMW = append(s.reqMW, x)
+		}
+		if x, ok := m.(ModelResponseMiddleware); ok {
+			s.respMW = append(s.respMW, x)
+		}
+		if x, ok := m.(ToolCallMiddleware); ok {
+			s.callMW = append(s.callMW, x)
+		}
+		if x, ok := m.(ToolResultMiddleware); ok {
+			s.resultMW = append(s.resultMW, x)
+		}
+		if x, ok := m.(RunInterceptor); ok {
+			s.runIC = append(s.runIC, x)
+		}
+		if x, ok := m.(ModelInterceptor); ok {
+			s.modelIC = append(s.modelIC, x)
+		}
+		if x, ok := m.(ToolInterceptor); ok {
+			s.toolIC = append(s.toolIC, x)
+		}
+	}
+	for e := range a.reg.hooks {
+		for _, h := range a.reg.hooks[e] {
+			s.hooks[e] = append(s.hooks[e], h.v)
+		}
+	}
+	for _, p := range a.reg.prompts {
+		s.prompts = append(s.prompts, p.v)
+	}
+	a.snap.Store(s)
+}
+
+// Handle removes one registration. Close is idempotent and safe for
+// concurrent use; it always returns nil.
+type Handle struct {
+	once   sync.Once
+	remove func()
+}
+
+// Close removes the registration.
+func (h *Handle) Close() error {
+	if h != nil {
+		h.once.Do(h.remove)
+	}
+	return nil
+}
+
+func (a *Agent) track(owner *ExtensionContext, remove func()) *Handle {
+	h := &Handle{remove: func() {
+		a.regMu.Lock()
+		defer a.regMu.Unlock()
+		remove()
+		a.rebuild()
+	}}
+	if owner != nil {
+		owner.handles = append(owner.handles, h)
+	}
+	return h
+}
+
+func (a *Agent) registerTool(t *Tool, replace bool, owner *ExtensionContext) (*Handle, error) {
+	if err := t.prepare(); err != nil {
+		return nil, err
+	}
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	stack := a.reg.tools[t.Name]
+	if len(stack) > 0 && !replace {
+		return nil, fmt.Errorf("%w: %q is already registered (replace it deliberately with ReplaceTool)", ErrDuplicateTool, t.Name)
+	}
+	b := &toolBinding{tool: t}
+	if len(stack) == 0 {
+		a.reg.toolOrder = append(a.reg.toolOrder, t.Name)
+	}
+	a.reg.tools[t.Name] = append(stack, b)
+	a.rebuild()
+	return a.track(owner, func() {
+		stack := a.reg.tools[t.Name]
+		i := slices.Index(stack, b)
+		if i < 0 {
+			return
+		}
+		stack = slices.Delete(stack, i, i+1)
+		if len(stack) == 0 {
+			delete(a.reg.tools, t.Name)
+			a.reg.toolOrder = slices.DeleteFunc(a.reg.toolOrder, func(n string) bool { return n == t.Name })
+		} else {
+			a.reg.tools[t.Name] = stack
+		}
+	}), nil
+}
+
+func (a *Agent) addMiddleware(m Middleware, owner *ExtensionContext) (*Handle, error) {
+	if m == nil || !isMiddleware(m) {
+		return nil, fmt.Errorf("%w: %T implements no middleware stage", ErrInvalidMiddleware, m)
+	}
+	e := &entry[Middleware]{m}
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	a.reg.middleware = append(a.reg.middleware, e)
+	a.rebuild()
+	return a.track(owner, func() { a.reg.middleware = removeEntry(a.reg.middleware, e) }), nil
+}
+
+func (a *Agent) onHook(event HookEvent, fn Hook, owner *ExtensionContext) (*Handle, error) {
+	if event == 0 || event >= numHookEvents {
+		return nil, fmt.Errorf("harness: unknown hook event %d", event)
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("harness: nil hook for %s", event)
+	}
+	e := &entry[Hook]{fn}
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	a.reg.hooks[event] = append(a.reg.hooks[event], e)
+	a.rebuild()
+	return a.track(owner, func() { a.reg.hooks[event] = removeEntry(a.reg.hooks[event], e) }), nil
+}
+
+func (a *Agent) addPrompt(fn func() string, owner *ExtensionContext) (*Handle, error) {
+	if fn == nil {
+		return nil, errors.New("harness: nil prompt provider")
+	}
+	e := &entry[func() string]{fn}
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	a.reg.prompts = append(a.reg.prompts, e)
+	a.rebuild()
+	return a.track(owner, func() { a.reg.prompts = removeEntry(a.reg.prompts, e) }), nil
+}
+
+func removeEntry[T any](s []*entry[T], e *entry[T]) []*entry[T] {
+	return slices.DeleteFunc(s, func(x *entry[T]) bool { return x == e })
+}
+
+// ---- extensions ----
+
+func (a *Agent) install(exts []Extension) error {
+	seen := map[string]bool{}
+	for i, e := range exts {
+		if e == nil {
+			return &ExtensionError{Extension: fmt.Sprintf("#%d", i), Op: "name", Err: errors.New("nil extension")}
+		}
+		name := e.Name()
+		if name == "" {
+			return &ExtensionError{Extension: fmt.Sprintf("#%d (%T)", i, e), Op: "name", Err: errors.New("empty name")}
+		}
+		if seen[name] {
+			return &ExtensionError{Extension: name, Op: "name", Err: errors.New("name used by more than one extension")}
+		}
+		seen[name] = true
+	}
+	order := slices.Clone(exts)
+	slices.SortStableFunc(order, func(x, y Extension) int { return cmp.Compare(priority(x), priority(y)) })
+	for _, e := range order {
+		ec := &ExtensionContext{agent: a, ext: e, name: e.Name()}
+		if err := safeCall(func() error { return e.Install(ec) }); err != nil {
+			ec.closeAll()
+			terr := a.teardown(context.Background(), a.exts)
+			a.exts = nil
+			return errors.Join(&ExtensionError{Extension: ec.name, Op: "install", Err: err}, terr)
+		}
+		a.exts = append(a.exts, ec)
+	}
+	return nil
+}
+
+func priority(e Extension) int {
+	if p, ok := e.(Prioritizer); ok {
+		return p.Priority()
+	}
+	return DefaultPriority
+}
+
+// ---- helpers ----
+
+// safeCall runs fn, turning a panic into an error.
+func safeCall(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r}
+		}
+	}()
+	return fn()
+}
+
+// PanicError reports a recovered panic.
+type PanicError struct{ Value any }
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// joinSystem appends prompt providers' texts to the base system prompt.
+func (a *Agent) systemPrompt(s *snapshot) string {
+	if len(s.prompts) == 0 {
+		return a.cfg.system
+	}
+	var b strings.Builder
+	b.WriteString(a.cfg.system)
+	for _, p := range s.prompts {
+		text := func() (out string) {
+			defer func() {
+				if r := recover(); r != nil {
+					a.logger.Warn("harness: prompt provider panicked; ignored", "panic", r)
+					out = ""
+				}
+			}()
+			return p()
+		}()
+		if text == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(text)
+	}
+	return b.String()
+}

@@ -1,0 +1,106 @@
+// Package harness is the harnessx agent engine: an [Agent] runs a
+// conversation with a model [Provider] and the [Tool]s it may call, and
+// extensions add features to it through middleware, interceptors, hooks,
+// prompt providers and saved state.
+//
+// # Runs
+//
+// [New] builds an agent from options; [Agent.Run] runs one user turn: a
+// model request, the tools it calls, another model request with their
+// results, and so on until the model answers without calling a tool, or
+// [WithMaxSteps] model requests were made. The [RunResult] carries the final
+// text, the messages the turn added, the summed [Usage], the [Status]
+// (completed, failed, cancelled, paused) and the error. Repeated runs
+// continue the same conversation. Cancelling the context stops the model
+// request and the running tools; the run ends as cancelled, and the calls
+// it interrupted get error results so that the conversation stays valid.
+//
+// A tool whose permission is ask (from the tool, the [PermissionManager] or
+// a [ToolCallMiddleware]) pauses the run: the result has status paused and
+// the pending [ApprovalRequest]s. [Agent.Resume] with a [Decision] for each
+// continues the same turn. A pause is not a completion: no turn-end or
+// turn-complete callback runs for it.
+//
+// # Tools
+//
+// [NewTool] builds a tool from a typed function and infers its input schema
+// from the input type with github.com/google/jsonschema-go; a [Tool]
+// literal takes an explicit schema. Arguments are validated against the
+// schema before the tool runs. Bad input never crashes a run: invalid
+// arguments, an unknown tool, a denied or blocked call, a panic and a
+// timeout each come back to the model as an error result naming the
+// problem, with a [ToolStatus] for observers. Calls of one step to tools
+// marked Concurrent run in parallel; results keep the order of the calls.
+//
+// # Order of middleware, interceptors and hooks
+//
+// Middleware runs in registration order: first the agent's own (the
+// options given to New), then each extension's, extensions in install
+// order. Within each stage:
+//
+//   - Interceptors nest: the first registered is outermost, as with
+//     net/http handlers wrapped in order. Each may derive the
+//     context.Context that everything inside it sees.
+//   - "Before" stages (model request, tool call) run in registration order.
+//   - "After" stages (model response, tool result) run in reverse
+//     registration order, so the first registered middleware sees the
+//     final value, as it would around a wrapped call.
+//
+// One model request attempt runs as
+//
+//	ModelInterceptors( BeforeModelRequest… → PrefixKey → EventModelRequestStart
+//	    → Provider.Generate → EventModelRequestEnd → AfterModelResponse… (reversed) )
+//
+// One tool call runs as
+//
+//	ToolInterceptors( EventToolCallStart → lookup → permission → BeforeToolExecution…
+//	    → schema validation → tool (timeout, panic recovery)
+//	    → AfterToolExecution… (reversed) → EventToolCallEnd )
+//
+// and one run as
+//
+//	RunInterceptors( EventRunStart → OnTurnStart… → steps → OnTurnEnd…
+//	    → OnTurnComplete… (reversed) → EventRunEnd )
+//
+// After-tool middleware also sees the error results the engine made for
+// denied, blocked, invalid and unknown calls, so a result transform (such as
+// spilling) applies to every result the model reads.
+//
+// Hooks observe; they do not change anything. They run synchronously with
+// the context of the step they belong to. A hook that returns an error or
+// panics is logged through log/slog and reported as [EventHookFailed]; it
+// never fails the run.
+//
+// # Extensions
+//
+// An [Extension] has a unique, non-empty name and installs through an
+// [ExtensionContext], whose registrations return a [Handle] that removes
+// them. Install order is by [Prioritizer] priority (default 100, lower
+// first; ties keep the given order). Name collisions are rejected before
+// any install; a failed install rolls back that extension's registrations.
+// The lifecycle follows the harnessx extension guide:
+//
+//	callback         when                               order
+//	Install          during New                         install order
+//	OnTurnStart      start of Run; error fails the turn install order
+//	OnTurnEnd        successful finish; error fails it   install order
+//	OnTurnComplete   completed, failed or cancelled      reverse
+//	OnSaveSession    Agent.SaveSession                   install order
+//	OnLoadSession    LoadSession                         install order
+//	Teardown         Agent.Close                         reverse
+//
+// # Sessions and the prompt-cache prefix key
+//
+// [Agent.SaveSession] writes versioned JSON with the conversation, pending
+// approvals and extension states; [LoadSession] rebuilds an agent from
+// options and restores it. Each model request carries a [PrefixKey]: a
+// SHA-256 of the model, the tool definitions, the system prompt and the
+// stable message prefix, with per-part hashes and the list of parts that
+// changed since the previous request, so a broken prompt cache can be
+// traced to its cause.
+//
+// # Subagents
+//
+// [AgentTool] wraps a child agent as a tool. The child keeps its own
+// extensions, and its run's context derives from the tool call's.
+package harness

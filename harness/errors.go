@@ -1,0 +1,95 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Match them with [errors.Is].
+var (
+	// ErrClosed is returned by methods of an agent after Close.
+	ErrClosed = errors.New("harness: agent is closed")
+	// ErrNoProvider is returned by New without WithProvider.
+	ErrNoProvider = errors.New("harness: no provider")
+	// ErrPaused is returned by Run while earlier approvals are pending.
+	ErrPaused = errors.New("harness: run is paused awaiting approvals; call Resume")
+	// ErrNotPaused is returned by Resume when nothing is pending.
+	ErrNotPaused = errors.New("harness: no run is paused")
+	// ErrMaxSteps ends a run that made more model requests than allowed.
+	ErrMaxSteps = errors.New("harness: max steps exceeded")
+	// ErrDuplicateTool is returned when a tool name is already registered.
+	ErrDuplicateTool = errors.New("harness: duplicate tool")
+	// ErrInvalidTool is returned for a tool without a name, handler or valid schema.
+	ErrInvalidTool = errors.New("harness: invalid tool")
+	// ErrInvalidMiddleware is returned for a value that implements no middleware stage.
+	ErrInvalidMiddleware = errors.New("harness: invalid middleware")
+	// ErrExtension is wrapped by every extension failure ([ExtensionError]).
+	ErrExtension = errors.New("harness: extension failed")
+	// ErrSession is wrapped by every session save and load failure.
+	ErrSession = errors.New("harness: session")
+	// ErrUnknownApproval is returned by Resume for a decision that names no pending request.
+	ErrUnknownApproval = errors.New("harness: unknown approval request")
+
+	errInvalidHash = errors.New("harness: invalid hash")
+)
+
+// ExtensionError reports a failure of one extension: its install, a
+// lifecycle callback or its teardown.
+type ExtensionError struct {
+	Extension string // the extension's name
+	Op        string // "install", "turn_start", "turn_end", "save_session", "load_session", "teardown", "name"
+	Err       error
+}
+
+func (e *ExtensionError) Error() string {
+	return fmt.Sprintf("harness: extension %q: %s: %v", e.Extension, e.Op, e.Err)
+}
+
+// Unwrap returns the cause and ErrExtension.
+func (e *ExtensionError) Unwrap() []error { return []error{ErrExtension, e.Err} }
+
+// MaxStepsError reports a run stopped by [WithMaxSteps].
+type MaxStepsError struct{ Steps int }
+
+func (e *MaxStepsError) Error() string {
+	return fmt.Sprintf("harness: max steps exceeded: the model was called %d times without finishing", e.Steps)
+}
+
+// Is reports ErrMaxSteps.
+func (e *MaxStepsError) Is(target error) bool { return target == ErrMaxSteps }
+
+// SessionError reports a session that cannot be saved or loaded.
+type SessionError struct {
+	Op     string // "save" or "load"
+	Reason string
+	Err    error
+}
+
+func (e *SessionError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("harness: session %s: %s: %v", e.Op, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("harness: session %s: %s", e.Op, e.Reason)
+}
+
+// Unwrap returns the cause and ErrSession.
+func (e *SessionError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrSession}
+	}
+	return []error{ErrSession, e.Err}
+}
+
+// ProviderError wraps an error from [Provider.Generate] with the step it
+// happened in.
+type ProviderError struct {
+	Step    int
+	Attempt int
+	Err     error
+}
+
+func (e *ProviderError) Error() string {
+	return fmt.Sprintf("harness: model request %d (attempt %d): %v", e.Step, e.Attempt, e.Err)
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }

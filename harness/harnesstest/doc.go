@@ -1,0 +1,10 @@
+// Package harnesstest is a test kit for agents and extensions, in the way
+// net/http/httptest serves HTTP code: a [ScriptedProvider] that replays a
+// script of model responses (text, tool calls, usage, stop reasons,
+// injected errors, delays) and records every request it receives, and a
+// [HookRecorder] that records every lifecycle event.
+//
+// With them an extension can be tested without a live model: install it on
+// an agent whose provider is scripted, run turns, and assert on the
+// recorded requests, events and results.
+package harnesstest

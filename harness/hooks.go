@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"context"
+	"time"
+)
+
+// HookEvent names a lifecycle event that hooks observe.
+type HookEvent uint8
+
+// The lifecycle events.
+const (
+	// EventRunStart fires when a run (or a resumed run) begins. Event.Input
+	// holds the user message.
+	EventRunStart HookEvent = iota + 1
+	// EventRunEnd fires when a run ends, paused included. Event.Result holds
+	// the result.
+	EventRunEnd
+	// EventModelRequestStart fires just before the provider is called, with
+	// the final Event.Request.
+	EventModelRequestStart
+	// EventModelRequestEnd fires when the provider returned: Event.Response,
+	// or Event.Err.
+	EventModelRequestEnd
+	// EventToolCallStart fires when a tool call enters the pipeline.
+	EventToolCallStart
+	// EventToolCallEnd fires with the call's final Event.ToolResult.
+	EventToolCallEnd
+	// EventApprovalRequested fires when a call needs approval: Event.Approval.
+	EventApprovalRequested
+	// EventError fires for an error that ends a run or a step: Event.Err.
+	EventError
+	// EventHookFailed fires when another hook returned an error or panicked:
+	// Event.Err describes it, Event.FailedEvent names the event it observed.
+	// A failure of an EventHookFailed hook is only logged.
+	EventHookFailed
+
+	numHookEvents
+)
+
+var hookEventNames = [...]string{
+	EventRunStart:          "run_start",
+	EventRunEnd:            "run_end",
+	EventModelRequestStart: "model_request_start",
+	EventModelRequestEnd:   "model_request_end",
+	EventToolCallStart:     "tool_call_start",
+	EventToolCallEnd:       "tool_call_end",
+	EventApprovalRequested: "approval_requested",
+	EventError:             "error",
+	EventHookFailed:        "hook_failed",
+}
+
+func (e HookEvent) String() string {
+	if e > 0 && e < numHookEvents {
+		return hookEventNames[e]
+	}
+	return "unknown"
+}
+
+// Event is what a hook receives. The fields that an event does not name are
+// zero. Hooks must not modify what the pointers point at: hooks observe,
+// middleware transforms.
+type Event struct {
+	Type      HookEvent
+	Time      time.Time
+	Agent     string // the agent's name
+	SessionID string
+	RunID     string
+	// Step counts model requests of the run from 1; 0 outside a step.
+	Step int
+
+	Input    string        // EventRunStart: the user message
+	Request  *ModelRequest  // model events
+	Response *ModelResponse // EventModelRequestEnd
+	// Duration is the time the model request or tool call took (end events).
+	Duration   time.Duration
+	ToolCall   *ToolCall       // tool and approval events
+	ToolResult *ToolResult     // EventToolCallEnd
+	Approval   *ApprovalRequest // EventApprovalRequested
+	Result     *RunResult       // EventRunEnd
+	Err        error            // EventError, EventModelRequestEnd on failure, EventHookFailed
+	// FailedEvent is the event whose hook failed (EventHookFailed).
+	FailedEvent HookEvent
+}
+
+// Hook observes events. It receives the context of the step the event
+// belongs to, spans included. An error or a panic is logged through the
+// agent's slog.Logger and reported as EventHookFailed; it never fails the
+// run. Hooks of one event run in registration order, synchronously: a slow
+// hook slows the agent. Hooks of tool events may run concurrently when tool
+// calls do.
+type Hook func(ctx context.Context, ev *Event) error
+
+// AllHookEvents returns every hook event, in declaration order.
+func AllHookEvents() []HookEvent {
+	all := make([]HookEvent, 0, numHookEvents-1)
+	for e := HookEvent(1); e < numHookEvents; e++ {
+		all = append(all, e)
+	}
+	return all
+}

@@ -1,0 +1,663 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Status is how a run ended.
+type Status string
+
+// The statuses of a run.
+const (
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+	// StatusPaused means the run waits for approvals: see RunResult.Pending
+	// and [Agent.Resume]. A pause is not a completion.
+	StatusPaused Status = "paused"
+)
+
+// RunResult is the outcome of [Agent.Run] or [Agent.Resume]. After a
+// Resume it covers the whole turn: messages, usage and steps since Run.
+type RunResult struct {
+	RunID  string
+	Status Status
+	// Text is the final assistant text (completed runs).
+	Text string
+	// Messages are the messages the turn added to the conversation.
+	Messages []Message
+	// Usage sums the usage of every model request of the turn.
+	Usage Usage
+	// Steps counts the model requests of the turn.
+	Steps int
+	// Pending lists the approvals a paused run waits for.
+	Pending []ApprovalRequest
+	// Err is why the run failed or was cancelled; nil otherwise.
+	Err error
+}
+
+// ApprovalRequest is a tool call waiting for a decision.
+type ApprovalRequest struct {
+	// ID identifies the request for [Decision]; it is the call's ID.
+	ID       string   `json:"id"`
+	ToolCall ToolCall `json:"tool_call"`
+	// Reason is why approval is needed, from the permission manager or a
+	// middleware.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Decision answers an [ApprovalRequest].
+type Decision struct {
+	ID      string
+	Approve bool
+	// Reason is shown to the model when the call is denied.
+	Reason string
+}
+
+// Approve returns a decision approving request id.
+func Approve(id string) Decision { return Decision{ID: id, Approve: true} }
+
+// Deny returns a decision denying request id with reason.
+func Deny(id, reason string) Decision { return Decision{ID: id, Reason: reason} }
+
+// pendingRun is the state of a paused turn.
+type pendingRun struct {
+	RunID    string            `json:"run_id"`
+	Input    string            `json:"input"`
+	Steps    int               `json:"steps"`
+	Usage    Usage             `json:"usage"`
+	MsgStart int               `json:"msg_start"`
+	Calls    []ToolCall        `json:"calls"`
+	Results  []*ToolResult     `json:"results"` // nil where the call waits
+	Requests []ApprovalRequest `json:"requests"`
+}
+
+type approvalKey struct{}
+
+// Approved reports whether ctx belongs to a tool call that was approved on
+// [Agent.Resume]. Tool-call middleware sees it; an ask then counts as
+// approved.
+func Approved(ctx context.Context) bool {
+	d, _ := ctx.Value(approvalKey{}).(*Decision)
+	return d != nil && d.Approve
+}
+
+// Run adds userMessage to the conversation and runs the loop: model, then
+// the tools it calls, then the model again, until the model answers without
+// calling a tool. It returns the result and, when the run failed or was
+// cancelled, the same error as RunResult.Err. A paused run returns a nil
+// error and StatusPaused. Cancelling ctx stops the model request and the
+// running tools and ends the run with StatusCancelled.
+func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error) {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	if a.closed.Load() {
+		return nil, ErrClosed
+	}
+	if a.pending != nil {
+		return nil, ErrPaused
+	}
+	res := &RunResult{RunID: newID(), Status: StatusCompleted}
+	info := &RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage}
+	res = a.intercept(ctx, info, func(ctx context.Context) *RunResult {
+		return a.turn(ctx, res, userMessage, nil)
+	})
+	return res, res.Err
+}
+
+// Resume continues a paused run with a decision for every pending approval.
+// Approved calls run; denied calls give the model an error result with the
+// decision's reason. A decision for an unknown request, or a missing
+// decision, is an error and changes nothing.
+func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, error) {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	if a.closed.Load() {
+		return nil, ErrClosed
+	}
+	p := a.pending
+	if p == nil {
+		return nil, ErrNotPaused
+	}
+	byID := make(map[string]*Decision, len(decisions))
+	for i := range decisions {
+		d := &decisions[i]
+		if !slices.ContainsFunc(p.Requests, func(r ApprovalRequest) bool { return r.ID == d.ID }) {
+			return nil, fmt.Errorf("%w: %q", ErrUnknownApproval, d.ID)
+		}
+		byID[d.ID] = d
+	}
+	var missing []string
+	for _, r := range p.Requests {
+		if byID[r.ID] == nil {
+			missing = append(missing, r.ID)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("harness: Resume needs a decision for every pending approval; missing %s", strings.Join(missing, ", "))
+	}
+	a.pending = nil
+	res := &RunResult{RunID: p.RunID, Status: StatusCompleted, Steps: p.Steps, Usage: p.Usage}
+	info := &RunInfo{Agent: a.cfg.name, RunID: p.RunID, SessionID: a.cfg.sessionID, Resumed: true}
+	res = a.intercept(ctx, info, func(ctx context.Context) *RunResult {
+		return a.turn(ctx, res, p.Input, &resumeState{p: p, decisions: byID})
+	})
+	return res, res.Err
+}
+
+type resumeState struct {
+	p         *pendingRun
+	decisions map[string]*Decision
+}
+
+func (a *Agent) intercept(ctx context.Context, info *RunInfo, core RunFunc) *RunResult {
+	ics := a.snap.Load().runIC
+	if len(ics) == 0 {
+		return core(ctx)
+	}
+	next := core
+	for i := len(ics) - 1; i >= 0; i-- {
+		ic, inner := ics[i], next
+		next = func(ctx context.Context) *RunResult { return ic.InterceptRun(ctx, info, inner) }
+	}
+	return next(ctx)
+}
+
+// turn runs a turn or its resumption. It owns runMu.
+func (a *Agent) turn(ctx context.Context, res *RunResult, input string, rs *resumeState) *RunResult {
+	s := a.snap.Load()
+	if len(s.hooks[EventRunStart]) > 0 {
+		a.emit(ctx, s, &Event{Type: EventRunStart, RunID: res.RunID, Input: input})
+	}
+	var msgStart int
+	if rs == nil {
+		for _, ec := range a.exts {
+			if ts, ok := ec.ext.(TurnStarter); ok {
+				if err := safeCall(func() error { return ts.OnTurnStart(ctx, ec, input) }); err != nil {
+					return a.finish(ctx, res, len(a.messages), &ExtensionError{Extension: ec.name, Op: "turn_start", Err: err})
+				}
+			}
+		}
+		msgStart = len(a.messages)
+		a.messages = append(a.messages, UserMessage(input))
+	} else {
+		msgStart = rs.p.MsgStart
+		results, paused := a.resumeTools(ctx, rs)
+		if paused {
+			return a.finish(ctx, res, msgStart, nil)
+		}
+		a.messages = append(a.messages, toolMessage(results))
+		if err := ctx.Err(); err != nil {
+			return a.finish(ctx, res, msgStart, err)
+		}
+	}
+	return a.loop(ctx, res, input, msgStart)
+}
+
+func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart int) *RunResult {
+	for {
+		if res.Steps >= a.cfg.maxSteps {
+			return a.finish(ctx, res, msgStart, &MaxStepsError{Steps: res.Steps})
+		}
+		res.Steps++
+		resp, err := a.model(ctx, res)
+		if err != nil {
+			return a.finish(ctx, res, msgStart, err)
+		}
+		res.Usage.Add(resp.Usage)
+		a.messages = append(a.messages, resp.Message)
+		calls := resp.Message.ToolCalls()
+		if len(calls) == 0 {
+			res.Text = resp.Message.Text()
+			for _, ec := range a.exts {
+				if te, ok := ec.ext.(TurnEnder); ok {
+					if err := safeCall(func() error { return te.OnTurnEnd(ctx, ec, res.Text) }); err != nil {
+						return a.finish(ctx, res, msgStart, &ExtensionError{Extension: ec.name, Op: "turn_end", Err: err})
+					}
+				}
+			}
+			return a.finish(ctx, res, msgStart, nil)
+		}
+		results := make([]*ToolResult, len(calls))
+		a.runTools(ctx, res, calls, results, nil)
+		if reqs := pendingRequests(calls, results); len(reqs) > 0 {
+			for i, r := range results {
+				if r != nil && r.Status == ToolPending {
+					results[i] = nil
+				}
+			}
+			a.pending = &pendingRun{
+				RunID: res.RunID, Input: input, Steps: res.Steps, Usage: res.Usage,
+				MsgStart: msgStart, Calls: calls, Results: results, Requests: reqs,
+			}
+			return a.finish(ctx, res, msgStart, nil)
+		}
+		a.messages = append(a.messages, toolMessage(results))
+		if err := ctx.Err(); err != nil {
+			return a.finish(ctx, res, msgStart, err)
+		}
+	}
+}
+
+// finish sets the status, runs the completion callbacks and the run-end
+// hook.
+func (a *Agent) finish(ctx context.Context, res *RunResult, msgStart int, err error) *RunResult {
+	if msgStart <= len(a.messages) {
+		res.Messages = a.messages[msgStart:len(a.messages):len(a.messages)]
+	}
+	s := a.snap.Load()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		res.Status = StatusCancelled
+		res.Err = ctx.Err()
+		if !errors.Is(err, ctx.Err()) {
+			res.Err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	case err != nil:
+		res.Status = StatusFailed
+		res.Err = err
+	case a.pending != nil:
+		res.Status = StatusPaused
+		res.Pending = slices.Clone(a.pending.Requests)
+	default:
+		res.Status = StatusCompleted
+	}
+	if err != nil && len(s.hooks[EventError]) > 0 {
+		a.emit(ctx, s, &Event{Type: EventError, RunID: res.RunID, Step: res.Steps, Err: res.Err})
+	}
+	if res.Status != StatusPaused {
+		// Completion observers run even when ctx is cancelled: give them a
+		// context that keeps ctx's values but not its cancellation.
+		cctx := context.WithoutCancel(ctx)
+		for i := len(a.exts) - 1; i >= 0; i-- {
+			ec := a.exts[i]
+			if tc, ok := ec.ext.(TurnCompleter); ok {
+				if perr := safeCall(func() error { tc.OnTurnComplete(cctx, ec, res); return nil }); perr != nil {
+					a.logger.Warn("harness: OnTurnComplete failed; ignored", "extension", ec.name, "err", perr)
+				}
+			}
+		}
+	}
+	if len(s.hooks[EventRunEnd]) > 0 {
+		a.emit(context.WithoutCancel(ctx), s, &Event{Type: EventRunEnd, RunID: res.RunID, Step: res.Steps, Result: res, Err: res.Err})
+	}
+	return res
+}
+
+func pendingRequests(calls []ToolCall, results []*ToolResult) []ApprovalRequest {
+	var reqs []ApprovalRequest
+	for i, r := range results {
+		if r != nil && r.Status == ToolPending {
+			reqs = append(reqs, ApprovalRequest{ID: calls[i].ID, ToolCall: calls[i], Reason: r.Content})
+		}
+	}
+	return reqs
+}
+
+func toolMessage(results []*ToolResult) Message {
+	m := Message{Role: RoleTool, Content: make([]Part, len(results))}
+	for i, r := range results {
+		m.Content[i] = Part{Type: PartToolResult, ToolResult: r}
+	}
+	return m
+}
+
+// resumeTools runs the calls that waited for approval, each with its
+// decision in its context.
+func (a *Agent) resumeTools(ctx context.Context, rs *resumeState) ([]*ToolResult, bool) {
+	p := rs.p
+	results := slices.Clone(p.Results)
+	res := &RunResult{RunID: p.RunID, Steps: p.Steps}
+	a.runTools(ctx, res, p.Calls, results, rs.decisions)
+	// A call approved here may be asked again by a later middleware only
+	// if the decision was a deny; treat any remaining pending as denied.
+	for i, r := range results {
+		if r == nil || r.Status == ToolPending {
+			results[i] = &ToolResult{CallID: p.Calls[i].ID, Name: p.Calls[i].Name, IsError: true, Status: ToolDenied,
+				Content: "tool call was not approved"}
+		}
+	}
+	return results, false
+}
+
+// ---- model requests ----
+
+func (a *Agent) model(ctx context.Context, res *RunResult) (*ModelResponse, error) {
+	s := a.snap.Load()
+	backoff := a.cfg.retry.Backoff
+	for attempt := 1; ; attempt++ {
+		req := &ModelRequest{
+			Model:       a.cfg.model,
+			System:      a.systemPrompt(s),
+			Messages:    a.messages[:len(a.messages):len(a.messages)],
+			Tools:       s.defs,
+			MaxTokens:   a.cfg.maxTokens,
+			Temperature: a.cfg.temperature,
+			Stream:      a.cfg.stream,
+			Attempt:     attempt,
+			RunID:       res.RunID,
+			Step:        res.Steps,
+		}
+		resp, err := a.modelAttempt(ctx, s, req)
+		if err == nil {
+			return resp, nil
+		}
+		var re RetryableError
+		if ctx.Err() != nil || attempt >= a.cfg.retry.MaxAttempts || !errors.As(err, &re) || !re.Retryable() {
+			return nil, err
+		}
+		a.logger.Info("harness: retrying model request", "step", res.Steps, "attempt", attempt, "err", err)
+		if backoff > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, err
+			case <-t.C:
+			}
+			backoff *= 2
+		}
+	}
+}
+
+func (a *Agent) modelAttempt(ctx context.Context, s *snapshot, req *ModelRequest) (*ModelResponse, error) {
+	core := func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+		return a.modelCore(ctx, s, req)
+	}
+	if len(s.modelIC) == 0 {
+		return core(ctx, req)
+	}
+	next := ModelFunc(core)
+	for i := len(s.modelIC) - 1; i >= 0; i-- {
+		ic, inner := s.modelIC[i], next
+		next = func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+			return ic.InterceptModel(ctx, req, inner)
+		}
+	}
+	return next(ctx, req)
+}
+
+func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest) (*ModelResponse, error) {
+	for _, m := range s.reqMW {
+		if err := safeCall(func() error { return m.BeforeModelRequest(ctx, req) }); err != nil {
+			return nil, fmt.Errorf("harness: model request middleware %T: %w", m, err)
+		}
+	}
+	a.prefix.compute(req)
+	if len(s.hooks[EventModelRequestStart]) > 0 {
+		a.emit(ctx, s, &Event{Type: EventModelRequestStart, RunID: req.RunID, Step: req.Step, Request: req})
+	}
+	start := time.Now()
+	resp, err := a.cfg.provider.Generate(ctx, req)
+	if err == nil && resp == nil {
+		err = errors.New("provider returned no response")
+	}
+	if err != nil {
+		err = &ProviderError{Step: req.Step, Attempt: req.Attempt, Err: err}
+	}
+	if len(s.hooks[EventModelRequestEnd]) > 0 {
+		a.emit(ctx, s, &Event{Type: EventModelRequestEnd, RunID: req.RunID, Step: req.Step, Request: req,
+			Response: resp, Err: err, Duration: time.Since(start)})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resp.Message.Role == "" {
+		resp.Message.Role = RoleAssistant
+	}
+	for i := len(s.respMW) - 1; i >= 0; i-- {
+		m := s.respMW[i]
+		if err := safeCall(func() error { return m.AfterModelResponse(ctx, req, resp) }); err != nil {
+			return nil, fmt.Errorf("harness: model response middleware %T: %w", m, err)
+		}
+	}
+	return resp, nil
+}
+
+// ---- tool calls ----
+
+// runTools runs calls and fills results in call order. Entries already set
+// (on resume) are kept. Consecutive calls of concurrent tools run in
+// parallel; the others run one at a time, in order.
+func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, results []*ToolResult, decisions map[string]*Decision) {
+	s := a.snap.Load()
+	one := func(i int) {
+		cctx := ctx
+		if d := decisions[calls[i].ID]; d != nil {
+			cctx = context.WithValue(ctx, approvalKey{}, d)
+		}
+		call := calls[i] // each call gets its own copy for middleware to edit
+		results[i] = a.tool(cctx, s, res, &call)
+	}
+	for i := 0; i < len(calls); {
+		if results[i] != nil {
+			i++
+			continue
+		}
+		j := i + 1
+		if t := s.tools[calls[i].Name]; t != nil && t.Concurrent {
+			for j < len(calls) && results[j] == nil {
+				if t := s.tools[calls[j].Name]; t == nil || !t.Concurrent {
+					break
+				}
+				j++
+			}
+		}
+		if j-i == 1 {
+			one(i)
+		} else {
+			var wg sync.WaitGroup
+			for k := i; k < j; k++ {
+				wg.Go(func() { one(k) })
+			}
+			wg.Wait()
+		}
+		i = j
+	}
+}
+
+func (a *Agent) tool(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
+	core := func(ctx context.Context, call *ToolCall) *ToolResult {
+		return a.toolCore(ctx, s, res, call)
+	}
+	if len(s.toolIC) == 0 {
+		return core(ctx, call)
+	}
+	next := ToolFunc(core)
+	for i := len(s.toolIC) - 1; i >= 0; i-- {
+		ic, inner := s.toolIC[i], next
+		next = func(ctx context.Context, call *ToolCall) *ToolResult {
+			return ic.InterceptTool(ctx, call, inner)
+		}
+	}
+	r := next(ctx, call)
+	if r == nil {
+		r = errorResult(call, ToolMiddlewareErr, "a tool interceptor returned no result")
+	}
+	return r
+}
+
+func errorResult(call *ToolCall, status ToolStatus, msg string) *ToolResult {
+	return &ToolResult{CallID: call.ID, Name: call.Name, Content: msg, IsError: true, Status: status}
+}
+
+func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
+	start := time.Now()
+	if len(s.hooks[EventToolCallStart]) > 0 {
+		a.emit(ctx, s, &Event{Type: EventToolCallStart, RunID: res.RunID, Step: res.Steps, ToolCall: call})
+	}
+	r := a.toolExec(ctx, s, res, call)
+	for i := len(s.resultMW) - 1; i >= 0 && r.Status != ToolPending; i-- {
+		m := s.resultMW[i]
+		if err := safeCall(func() error { return m.AfterToolExecution(ctx, call, r) }); err != nil {
+			r = errorResult(call, ToolMiddlewareErr, fmt.Sprintf("tool result middleware failed: %v", err))
+		}
+	}
+	if r.CallID == "" {
+		r.CallID = call.ID
+	}
+	if r.Name == "" {
+		r.Name = call.Name
+	}
+	if len(s.hooks[EventToolCallEnd]) > 0 {
+		a.emit(ctx, s, &Event{Type: EventToolCallEnd, RunID: res.RunID, Step: res.Steps, ToolCall: call,
+			ToolResult: r, Duration: time.Since(start)})
+	}
+	return r
+}
+
+func (a *Agent) toolExec(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
+	t := s.tools[call.Name]
+	if t == nil {
+		names := make([]string, len(s.defs))
+		for i, d := range s.defs {
+			names[i] = d.Name
+		}
+		return errorResult(call, ToolUnknown, fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", ")))
+	}
+	if err := ctx.Err(); err != nil {
+		return errorResult(call, ToolCancelled, "tool call cancelled: "+err.Error())
+	}
+	decision, _ := ctx.Value(approvalKey{}).(*Decision)
+	if decision != nil && !decision.Approve {
+		msg := "tool call denied by the approver"
+		if decision.Reason != "" {
+			msg += ": " + decision.Reason
+		}
+		return errorResult(call, ToolDenied, msg)
+	}
+	perm, reason := t.Permission, ""
+	if perm == PermissionInherit {
+		perm, reason = a.cfg.perm.Permission(ctx, t, call)
+	}
+	switch perm {
+	case PermissionDeny:
+		msg := fmt.Sprintf("tool %q is not permitted", call.Name)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return errorResult(call, ToolDenied, msg)
+	case PermissionAsk:
+		if decision == nil {
+			return a.ask(ctx, s, res, call, reason)
+		}
+	}
+	for _, m := range s.callMW {
+		var act ToolAction
+		err := safeCall(func() (err error) { act, err = m.BeforeToolExecution(ctx, call); return err })
+		if err != nil {
+			return errorResult(call, ToolMiddlewareErr, fmt.Sprintf("tool call middleware failed: %v", err))
+		}
+		switch act.Kind {
+		case ToolBlock:
+			msg := fmt.Sprintf("tool call blocked")
+			if act.Reason != "" {
+				msg += ": " + act.Reason
+			}
+			return errorResult(call, ToolBlocked, msg)
+		case ToolAsk:
+			if decision == nil {
+				return a.ask(ctx, s, res, call, act.Reason)
+			}
+		}
+	}
+	input, err := t.validate(call.Input)
+	if err != nil {
+		return errorResult(call, ToolInvalid, fmt.Sprintf("invalid arguments for tool %q: %v", call.Name, err))
+	}
+	call.Input = input
+	return a.execute(ctx, t, call)
+}
+
+func (a *Agent) ask(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall, reason string) *ToolResult {
+	if len(s.hooks[EventApprovalRequested]) > 0 {
+		req := &ApprovalRequest{ID: call.ID, ToolCall: *call, Reason: reason}
+		a.emit(ctx, s, &Event{Type: EventApprovalRequested, RunID: res.RunID, Step: res.Steps, ToolCall: call, Approval: req})
+	}
+	return &ToolResult{CallID: call.ID, Name: call.Name, Content: reason, Status: ToolPending}
+}
+
+type outcome struct {
+	content string
+	err     error
+	panicV  any
+	stack   []byte
+}
+
+// execute runs the handler with the tool's timeout, recovering a panic.
+func (a *Agent) execute(ctx context.Context, t *Tool, call *ToolCall) *ToolResult {
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t.Timeout, errToolTimeout)
+		defer cancel()
+	}
+	var o outcome
+	if ctx.Done() == nil {
+		o = invoke(ctx, t, call.Input)
+	} else {
+		ch := make(chan outcome, 1)
+		go func() { ch <- invoke(ctx, t, call.Input) }()
+		select {
+		case o = <-ch:
+		case <-ctx.Done():
+			// The handler did not return in time; it is abandoned.
+			o.err = context.Cause(ctx)
+		}
+	}
+	switch {
+	case o.panicV != nil:
+		a.logger.Error("harness: tool panicked", "tool", call.Name, "call_id", call.ID, "panic", o.panicV, "stack", string(o.stack))
+		return errorResult(call, ToolPanicked, fmt.Sprintf("tool %q panicked: %v", call.Name, o.panicV))
+	case o.err != nil && errors.Is(context.Cause(ctx), errToolTimeout):
+		return errorResult(call, ToolTimedOut, fmt.Sprintf("tool %q timed out after %s", call.Name, t.Timeout))
+	case o.err != nil && ctx.Err() != nil:
+		return errorResult(call, ToolCancelled, fmt.Sprintf("tool %q cancelled: %v", call.Name, ctx.Err()))
+	case o.err != nil:
+		var ie *InputError
+		if errors.As(o.err, &ie) {
+			return errorResult(call, ToolInvalid, fmt.Sprintf("invalid arguments for tool %q: %v", call.Name, ie.Err))
+		}
+		return errorResult(call, ToolError, o.err.Error())
+	}
+	return &ToolResult{CallID: call.ID, Name: call.Name, Content: o.content, Status: ToolOK}
+}
+
+func invoke(ctx context.Context, t *Tool, input json.RawMessage) (o outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			o = outcome{panicV: r, stack: debug.Stack()}
+		}
+	}()
+	o.content, o.err = t.Handler(ctx, input)
+	return o
+}
+
+// ---- hooks ----
+
+// emit calls the hooks of ev.Type in order, recovering panics. Failures are
+// logged and reported as EventHookFailed.
+func (a *Agent) emit(ctx context.Context, s *snapshot, ev *Event) {
+	ev.Agent = a.cfg.name
+	ev.SessionID = a.cfg.sessionID
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	for _, h := range s.hooks[ev.Type] {
+		err := safeCall(func() error { return h(ctx, ev) })
+		if err == nil {
+			continue
+		}
+		a.logger.Warn("harness: hook failed; ignored", "event", ev.Type.String(), "err", err)
+		if ev.Type != EventHookFailed && len(s.hooks[EventHookFailed]) > 0 {
+			a.emit(ctx, s, &Event{Type: EventHookFailed, RunID: ev.RunID, Step: ev.Step, Err: err, FailedEvent: ev.Type})
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// SessionVersion is the version of the session format that SaveSession
+// writes and LoadSession reads.
+const SessionVersion = 1
+
+// sessionData is the saved form of a session.
+type sessionData struct {
+	Version    int                        `json:"version"`
+	SessionID  string                     `json:"session_id"`
+	Agent      string                     `json:"agent,omitempty"`
+	Model      string                     `json:"model,omitempty"`
+	Messages   []Message                  `json:"messages"`
+	Pending    *pendingRun                `json:"pending,omitempty"`
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+}
+
+// SaveSession captures the conversation, the pending approvals and each
+// extension's state ([SessionSaver]) as versioned JSON. It waits for a
+// running Run. A state that is not JSON-compatible (NaN, Inf, a function)
+// is an error naming the extension.
+func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	if a.closed.Load() {
+		return nil, ErrClosed
+	}
+	d := sessionData{
+		Version:   SessionVersion,
+		SessionID: a.cfg.sessionID,
+		Agent:     a.cfg.name,
+		Model:     a.cfg.model,
+		Messages:  a.messages,
+		Pending:   a.pending,
+	}
+	if d.Messages == nil {
+		d.Messages = []Message{}
+	}
+	for _, ec := range a.exts {
+		sv, ok := ec.ext.(SessionSaver)
+		if !ok {
+			continue
+		}
+		var state any
+		err := safeCall(func() (err error) { state, err = sv.OnSaveSession(ctx, ec); return err })
+		if err != nil {
+			return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q", ec.name), Err: err}
+		}
+		raw, err := json.Marshal(state)
+		if err != nil {
+			return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q: state is not JSON-compatible", ec.name), Err: err}
+		}
+		if d.Extensions == nil {
+			d.Extensions = map[string]json.RawMessage{}
+		}
+		d.Extensions[ec.name] = raw
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, &SessionError{Op: "save", Reason: "encoding", Err: err}
+	}
+	return b, nil
+}
+
+// LoadSession builds an agent from opts (as [New] does: supply the provider,
+// tools and extensions again) and restores a session saved by
+// [Agent.SaveSession] into it: the session ID, the conversation, the pending
+// approvals and, through [SessionLoader], each extension's state, in install
+// order. Every saved extension name must be installed. A corrupt,
+// truncated or newer-version session, a missing extension, or a failing
+// loader is an error; the agent built for it is closed and nothing else is
+// changed.
+func LoadSession(ctx context.Context, data []byte, opts ...Option) (*Agent, error) {
+	d, err := decodeSession(data)
+	if err != nil {
+		return nil, err
+	}
+	a, err := New(append(slices.Clip(opts), WithSessionID(d.SessionID))...)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Agent, error) {
+		return nil, errors.Join(err, a.Close(ctx))
+	}
+	for name := range d.Extensions {
+		i := slices.IndexFunc(a.exts, func(ec *ExtensionContext) bool { return ec.name == name })
+		if i < 0 {
+			return fail(&SessionError{Op: "load", Reason: fmt.Sprintf("the session has state for extension %q, which is not installed", name)})
+		}
+		if _, ok := a.exts[i].ext.(SessionLoader); !ok {
+			return fail(&SessionError{Op: "load", Reason: fmt.Sprintf("the session has state for extension %q, which cannot load state (no OnLoadSession)", name)})
+		}
+	}
+	for _, ec := range a.exts {
+		state, ok := d.Extensions[ec.name]
+		if !ok {
+			continue
+		}
+		ld := ec.ext.(SessionLoader)
+		if err := safeCall(func() error { return ld.OnLoadSession(ctx, ec, state) }); err != nil {
+			return fail(&SessionError{Op: "load", Reason: fmt.Sprintf("extension %q", ec.name), Err: err})
+		}
+	}
+	a.messages = d.Messages
+	a.pending = d.Pending
+	return a, nil
+}
+
+// decodeSession parses and checks a saved session.
+func decodeSession(data []byte) (*sessionData, error) {
+	loadErr := func(reason string, err error) error { return &SessionError{Op: "load", Reason: reason, Err: err} }
+	var head struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, loadErr("not a session (corrupt or truncated JSON)", err)
+	}
+	switch {
+	case head.Version == nil:
+		return nil, loadErr("no version field", nil)
+	case *head.Version > SessionVersion:
+		return nil, loadErr(fmt.Sprintf("version %d is newer than this harness reads (%d)", *head.Version, SessionVersion), nil)
+	case *head.Version < 1:
+		return nil, loadErr(fmt.Sprintf("invalid version %d", *head.Version), nil)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var d sessionData
+	if err := dec.Decode(&d); err != nil {
+		return nil, loadErr("malformed session", err)
+	}
+	if dec.More() {
+		return nil, loadErr("trailing data after the session", nil)
+	}
+	if d.SessionID == "" {
+		return nil, loadErr("empty session_id", nil)
+	}
+	if d.Messages == nil {
+		return nil, loadErr("no messages field", nil)
+	}
+	for i, m := range d.Messages {
+		if err := checkMessage(m); err != nil {
+			return nil, loadErr(fmt.Sprintf("message %d", i), err)
+		}
+	}
+	if p := d.Pending; p != nil {
+		if err := checkPending(p, len(d.Messages)); err != nil {
+			return nil, loadErr("pending approvals", err)
+		}
+	}
+	for name, raw := range d.Extensions {
+		if name == "" {
+			return nil, loadErr("extension state under an empty name", nil)
+		}
+		if !json.Valid(raw) {
+			return nil, loadErr(fmt.Sprintf("extension %q: invalid JSON", name), nil)
+		}
+	}
+	return &d, nil
+}
+
+func checkMessage(m Message) error {
+	if !m.Role.valid() {
+		return fmt.Errorf("unknown role %q", m.Role)
+	}
+	for j, p := range m.Content {
+		ok := false
+		switch p.Type {
+		case PartText, PartReasoning:
+			ok = p.ToolCall == nil && p.ToolResult == nil
+		case PartToolCall:
+			ok = p.ToolCall != nil && p.ToolResult == nil && p.ToolCall.Name != "" && m.Role == RoleAssistant &&
+				(len(p.ToolCall.Input) == 0 || json.Valid(p.ToolCall.Input))
+		case PartToolResult:
+			ok = p.ToolResult != nil && p.ToolCall == nil && m.Role == RoleTool
+		}
+		if !ok {
+			return fmt.Errorf("part %d: malformed %q part", j, p.Type)
+		}
+	}
+	return nil
+}
+
+func checkPending(p *pendingRun, nmsg int) error {
+	switch {
+	case p.RunID == "":
+		return errors.New("empty run_id")
+	case len(p.Calls) == 0 || len(p.Results) != len(p.Calls):
+		return errors.New("calls and results do not match")
+	case len(p.Requests) == 0:
+		return errors.New("no approval requests")
+	case p.MsgStart < 0 || p.MsgStart > nmsg || p.Steps < 0:
+		return errors.New("position out of range")
+	}
+	for _, r := range p.Requests {
+		i := slices.IndexFunc(p.Calls, func(c ToolCall) bool { return c.ID == r.ID })
+		if i < 0 || p.Results[i] != nil {
+			return fmt.Errorf("request %q names no waiting call", r.ID)
+		}
+	}
+	for i, r := range p.Results {
+		if r == nil && !slices.ContainsFunc(p.Requests, func(q ApprovalRequest) bool { return q.ID == p.Calls[i].ID }) {
+			return fmt.Errorf("call %q has neither a result nor a request", p.Calls[i].ID)
+		}
+	}
+	return nil
+}
