@@ -150,10 +150,12 @@ type Agent struct {
 	stateMu sync.Mutex
 	state   map[string]any
 
-	runMu    sync.Mutex // serializes runs; guards the fields below
+	runMu  sync.Mutex // serializes runs; guards prefix
+	prefix prefixHasher
+
+	histMu   sync.Mutex // guards messages and pending (see appendMessage)
 	messages []Message
 	pending  *pendingRun
-	prefix   prefixHasher
 
 	closeMu  sync.Mutex
 	closed   atomic.Bool
@@ -226,11 +228,20 @@ func (a *Agent) Model() string { return a.cfg.model }
 // Logger returns the agent's logger.
 func (a *Agent) Logger() *slog.Logger { return a.logger }
 
-// Messages returns a copy of the conversation so far.
+// Messages returns a copy of the conversation so far. It may be called
+// during a run, from a hook for instance.
 func (a *Agent) Messages() []Message {
-	a.runMu.Lock()
-	defer a.runMu.Unlock()
-	return slices.Clone(a.messages)
+	msgs, _ := a.history()
+	return slices.Clone(msgs)
+}
+
+// Extensions returns the installed extensions, in install order.
+func (a *Agent) Extensions() []Extension {
+	out := make([]Extension, len(a.exts))
+	for i, ec := range a.exts {
+		out[i] = ec.ext
+	}
+	return out
 }
 
 // Reset forgets the conversation and any pending approvals, keeping the
@@ -238,9 +249,10 @@ func (a *Agent) Messages() []Message {
 func (a *Agent) Reset() {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
-	clear(a.messages)
-	a.messages = a.messages[:0]
+	a.histMu.Lock()
+	a.messages = nil // not cleared in place: saved snapshots may share it
 	a.pending = nil
+	a.histMu.Unlock()
 	a.prefix.reset()
 }
 

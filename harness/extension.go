@@ -150,3 +150,25 @@ func (ec *ExtensionContext) closeAll() {
 		hs[i].Close()
 	}
 }
+
+// Artifact is a file that an extension keeps and can hand to an incident
+// bundle, such as a spilled tool result.
+type Artifact struct {
+	// Name is unique among the extension's artifacts and a valid relative
+	// path with forward slashes (no "..", not absolute).
+	Name string `json:"name"`
+	// Path is where the file is on disk.
+	Path string `json:"path"`
+	// Size is the file's size in bytes.
+	Size int64 `json:"size"`
+	// SHA256 is the file's SHA-256 in hex.
+	SHA256 string `json:"sha256"`
+}
+
+// ArtifactSource is implemented by extensions that keep artifacts. The
+// flight recorder finds them through [Agent.Extensions] and includes their
+// artifacts in a bundle only when asked. Artifacts must be safe to call
+// from any goroutine, during a run too.
+type ArtifactSource interface {
+	Artifacts(ctx context.Context) ([]Artifact, error)
+}

@@ -144,7 +144,7 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("harness: Resume needs a decision for every pending approval; missing %s", strings.Join(missing, ", "))
 	}
-	a.pending = nil
+	a.setPending(nil)
 	res := &RunResult{RunID: p.RunID, Status: StatusCompleted, Steps: p.Steps, Usage: p.Usage}
 	info := &RunInfo{Agent: a.cfg.name, RunID: p.RunID, SessionID: a.cfg.sessionID, Resumed: true}
 	res = a.intercept(ctx, info, func(ctx context.Context) *RunResult {
@@ -187,14 +187,14 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, rs *resu
 			}
 		}
 		msgStart = len(a.messages)
-		a.messages = append(a.messages, UserMessage(input))
+		a.appendMessage(UserMessage(input))
 	} else {
 		msgStart = rs.p.MsgStart
 		results, paused := a.resumeTools(ctx, rs)
 		if paused {
 			return a.finish(ctx, res, msgStart, nil)
 		}
-		a.messages = append(a.messages, toolMessage(results))
+		a.appendMessage(toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -213,7 +213,7 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 			return a.finish(ctx, res, msgStart, err)
 		}
 		res.Usage.Add(resp.Usage)
-		a.messages = append(a.messages, resp.Message)
+		a.appendMessage(resp.Message)
 		calls := resp.Message.ToolCalls()
 		if len(calls) == 0 {
 			res.Text = resp.Message.Text()
@@ -234,13 +234,13 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 					results[i] = nil
 				}
 			}
-			a.pending = &pendingRun{
+			a.setPending(&pendingRun{
 				RunID: res.RunID, Input: input, Steps: res.Steps, Usage: res.Usage,
 				MsgStart: msgStart, Calls: calls, Results: results, Requests: reqs,
-			}
+			})
 			return a.finish(ctx, res, msgStart, nil)
 		}
-		a.messages = append(a.messages, toolMessage(results))
+		a.appendMessage(toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -326,6 +326,29 @@ func (a *Agent) resumeTools(ctx context.Context, rs *resumeState) ([]*ToolResult
 		}
 	}
 	return results, false
+}
+
+// appendMessage adds m to the conversation. Only the run goroutine (holding
+// runMu) writes; histMu lets SaveSession and Messages read a consistent
+// prefix during a run. Messages are never changed once added.
+func (a *Agent) appendMessage(m Message) {
+	a.histMu.Lock()
+	a.messages = append(a.messages, m)
+	a.histMu.Unlock()
+}
+
+func (a *Agent) setPending(p *pendingRun) {
+	a.histMu.Lock()
+	a.pending = p
+	a.histMu.Unlock()
+}
+
+// history returns the conversation and pending state, safe to call from
+// any goroutine.
+func (a *Agent) history() ([]Message, *pendingRun) {
+	a.histMu.Lock()
+	defer a.histMu.Unlock()
+	return a.messages[:len(a.messages):len(a.messages)], a.pending
 }
 
 // ---- model requests ----

@@ -28,19 +28,23 @@ type sessionData struct {
 // extension's state ([SessionSaver]) as versioned JSON. It waits for a
 // running Run. A state that is not JSON-compatible (NaN, Inf, a function)
 // is an error naming the extension.
+//
+// SaveSession does not wait for a running turn: it may be called from
+// hooks, middleware and lifecycle callbacks (the flight recorder does), and
+// captures the conversation as it stands. Extension savers may then run
+// concurrently with the turn.
 func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
-	a.runMu.Lock()
-	defer a.runMu.Unlock()
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
+	msgs, pending := a.history()
 	d := sessionData{
 		Version:   SessionVersion,
 		SessionID: a.cfg.sessionID,
 		Agent:     a.cfg.name,
 		Model:     a.cfg.model,
-		Messages:  a.messages,
-		Pending:   a.pending,
+		Messages:  msgs,
+		Pending:   pending,
 	}
 	if d.Messages == nil {
 		d.Messages = []Message{}
