@@ -69,13 +69,13 @@ type Event struct {
 	// Step counts model requests of the run from 1; 0 outside a step.
 	Step int
 
-	Input    string        // EventRunStart: the user message
+	Input    string         // EventRunStart: the user message
 	Request  *ModelRequest  // model events
 	Response *ModelResponse // EventModelRequestEnd
 	// Duration is the time the model request or tool call took (end events).
 	Duration   time.Duration
-	ToolCall   *ToolCall       // tool and approval events
-	ToolResult *ToolResult     // EventToolCallEnd
+	ToolCall   *ToolCall        // tool and approval events
+	ToolResult *ToolResult      // EventToolCallEnd
 	Approval   *ApprovalRequest // EventApprovalRequested
 	Result     *RunResult       // EventRunEnd
 	Err        error            // EventError, EventModelRequestEnd on failure, EventHookFailed
