@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"hash"
-	"unsafe"
 )
 
 // Hash is a SHA-256 digest.
@@ -87,61 +85,107 @@ func (k PrefixKey) Parts() [4]struct {
 // chain hashes of the message prefix, so that it can tell growth from a
 // change. It is owned by one agent and guarded by the agent's run lock.
 type prefixHasher struct {
-	h     hash.Hash
-	buf   []byte
-	chain []Hash // chain[i] is the chained hash of messages[:i+1]
-	prev  PrefixKey
-	valid bool
+	enc   []byte  // canonical encoding of the value being hashed, reused
+	chain []Hash  // chain[i] is the chained hash of messages[:i+1]
+	ids   []msgID // ids[i] identifies the message chain[i] ends with; it keeps it alive, so no address is reused
+
+	// The last hashed model, system prompt and tool definitions, with
+	// their hashes: they rarely change between requests.
+	model, system           string
+	tools                   []ToolDefinition
+	hModel, hSystem, hTools Hash
+	partsValid              bool
+
+	prev  PrefixKey // the previous request's key
+	valid bool      // prev is set
 }
 
+// msgID identifies a message value without reading it.
+type msgID struct {
+	role    Role
+	content *Part
+	n       int
+}
+
+func identify(m *Message) msgID {
+	id := msgID{role: m.Role, n: len(m.Content)}
+	if len(m.Content) > 0 {
+		id.content = &m.Content[0]
+	}
+	return id
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// reset forgets the previous request (a new conversation). The part
+// caches stay: they depend on values, not on the conversation.
 func (p *prefixHasher) reset() {
 	p.chain = p.chain[:0]
+	clear(p.ids)
+	p.ids = p.ids[:0]
 	p.prev = PrefixKey{}
 	p.valid = false
 }
 
 // compute fills req.PrefixKey.
 func (p *prefixHasher) compute(req *ModelRequest) {
-	if p.h == nil {
-		p.h = sha256.New()
-	}
 	var k PrefixKey
-	k.Model = p.sum(func() { p.str(req.Model) })
-	k.Tools = p.sum(func() {
-		p.int(len(req.Tools))
+	// Tool definitions are compared by identity: the engine shares one
+	// immutable slice until a registration changes.
+	if !p.partsValid || req.Model != p.model {
+		p.enc = appendStr(p.enc[:0], req.Model)
+		p.hModel, p.model = sha256.Sum256(p.enc), req.Model
+	}
+	if !p.partsValid || !sameSlice(req.Tools, p.tools) {
+		p.enc = appendInt(p.enc[:0], len(req.Tools))
 		for i := range req.Tools {
 			t := &req.Tools[i]
-			p.str(t.Name)
-			p.str(t.Description)
-			p.bytes(t.InputSchema)
+			p.enc = appendStr(p.enc, t.Name)
+			p.enc = appendStr(p.enc, t.Description)
+			p.enc = appendStr(p.enc, string(t.InputSchema))
 		}
-	})
-	k.System = p.sum(func() { p.str(req.System) })
+		p.hTools, p.tools = sha256.Sum256(p.enc), req.Tools
+	}
+	if !p.partsValid || req.System != p.system {
+		p.enc = appendStr(p.enc[:0], req.System)
+		p.hSystem, p.system = sha256.Sum256(p.enc), req.System
+	}
+	p.partsValid = true
+	k.Model, k.Tools, k.System = p.hModel, p.hTools, p.hSystem
 
-	n := len(req.Messages) - 1
-	if n < 0 {
-		n = 0
-	}
+	n := max(len(req.Messages)-1, 0)
 	k.PrefixMessages = n
-	// Recompute the chain for the messages: reuse the slice, hash each
-	// message once per request. The chain is what lets a later request see
-	// whether the earlier prefix still stands.
-	p.chain = p.chain[:0]
+	// The chain is what lets a later request see whether the earlier
+	// prefix still stands. Messages are immutable once in the history, so
+	// a link is reused while the message at its place is the same value
+	// (by identity of its content); from the first new message on, the
+	// chain is hashed anew.
 	var prev Hash
+	reuse := true
 	for i := 0; i < n; i++ {
-		prev = p.sum(func() {
-			p.h.Write(prev[:])
-			p.message(&req.Messages[i])
-		})
-		p.chain = append(p.chain, prev)
+		m := &req.Messages[i]
+		id := identify(m)
+		if reuse && i < len(p.chain) && p.ids[i] == id {
+			prev = p.chain[i]
+			continue
+		}
+		reuse = false
+		p.enc = appendMessage(append(p.enc[:0], prev[:]...), m)
+		prev = sha256.Sum256(p.enc)
+		p.chain = append(p.chain[:i], prev)
+		p.ids = append(p.ids[:i], id)
 	}
+	clear(p.ids[n:])
+	p.chain, p.ids = p.chain[:n], p.ids[:n]
 	k.Messages = prev
-	k.Key = p.sum(func() {
-		p.h.Write(k.Model[:])
-		p.h.Write(k.Tools[:])
-		p.h.Write(k.System[:])
-		p.h.Write(k.Messages[:])
-	})
+
+	p.enc = append(p.enc[:0], k.Model[:]...)
+	p.enc = append(p.enc, k.Tools[:]...)
+	p.enc = append(p.enc, k.System[:]...)
+	p.enc = append(p.enc, k.Messages[:]...)
+	k.Key = sha256.Sum256(p.enc)
 
 	if p.valid && p.prev.Key != k.Key {
 		if p.prev.Model != k.Model {
@@ -163,63 +207,39 @@ func (p *prefixHasher) compute(req *ModelRequest) {
 	req.PrefixKey = k
 }
 
-func (p *prefixHasher) sum(write func()) (out Hash) {
-	p.h.Reset()
-	write()
-	p.buf = p.h.Sum(p.buf[:0])
-	copy(out[:], p.buf)
-	return out
-}
-
-// The canonical encoding is length-prefixed, so no two different inputs
+// The canonical encoding is length-prefixed, so no two different values
 // share bytes.
-func (p *prefixHasher) int(n int) {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(n))
-	p.h.Write(b[:])
+func appendInt(b []byte, n int) []byte { return binary.BigEndian.AppendUint64(b, uint64(n)) }
+
+func appendStr(b []byte, s string) []byte { return append(appendInt(b, len(s)), s...) }
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
 
-func (p *prefixHasher) str(s string) {
-	p.int(len(s))
-	p.h.Write(stringBytes(s))
-}
-
-func (p *prefixHasher) bytes(b []byte) {
-	p.int(len(b))
-	p.h.Write(b)
-}
-
-func (p *prefixHasher) message(m *Message) {
-	p.str(string(m.Role))
-	p.int(len(m.Content))
+func appendMessage(b []byte, m *Message) []byte {
+	b = appendStr(b, string(m.Role))
+	b = appendInt(b, len(m.Content))
 	for i := range m.Content {
 		c := &m.Content[i]
-		p.str(string(c.Type))
-		p.str(c.Text)
+		b = appendStr(b, string(c.Type))
+		b = appendStr(b, c.Text)
+		b = appendBool(b, c.ToolCall != nil)
 		if tc := c.ToolCall; tc != nil {
-			p.int(1)
-			p.str(tc.ID)
-			p.str(tc.Name)
-			p.bytes(tc.Input)
-		} else {
-			p.int(0)
+			b = appendStr(b, tc.ID)
+			b = appendStr(b, tc.Name)
+			b = appendStr(b, string(tc.Input))
 		}
+		b = appendBool(b, c.ToolResult != nil)
 		if tr := c.ToolResult; tr != nil {
-			p.int(1)
-			p.str(tr.CallID)
-			p.str(tr.Name)
-			p.str(tr.Content)
-			if tr.IsError {
-				p.int(1)
-			} else {
-				p.int(0)
-			}
-		} else {
-			p.int(0)
+			b = appendStr(b, tr.CallID)
+			b = appendStr(b, tr.Name)
+			b = appendStr(b, tr.Content)
+			b = appendBool(b, tr.IsError)
 		}
 	}
+	return b
 }
-
-// stringBytes views s as bytes without a copy, for hashing only: the
-// hasher does not keep the slice.
-func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -273,9 +273,9 @@ func (a *Agent) finish(ctx context.Context, res *RunResult, msgStart int, err er
 	if err != nil && len(s.hooks[EventError]) > 0 {
 		a.emit(ctx, s, &Event{Type: EventError, RunID: res.RunID, Step: res.Steps, Err: res.Err})
 	}
-	if res.Status != StatusPaused {
-		// Completion observers run even when ctx is cancelled: give them a
-		// context that keeps ctx's values but not its cancellation.
+	// Completion observers run even when ctx is cancelled: they get a
+	// context that keeps ctx's values but not its cancellation.
+	if res.Status != StatusPaused && len(a.exts) > 0 {
 		cctx := context.WithoutCancel(ctx)
 		for i := len(a.exts) - 1; i >= 0; i-- {
 			ec := a.exts[i]
@@ -333,6 +333,9 @@ func (a *Agent) resumeTools(ctx context.Context, rs *resumeState) ([]*ToolResult
 // prefix during a run. Messages are never changed once added.
 func (a *Agent) appendMessage(m Message) {
 	a.histMu.Lock()
+	if a.messages == nil {
+		a.messages = make([]Message, 0, 8)
+	}
 	a.messages = append(a.messages, m)
 	a.histMu.Unlock()
 }
@@ -392,13 +395,12 @@ func (a *Agent) model(ctx context.Context, res *RunResult) (*ModelResponse, erro
 }
 
 func (a *Agent) modelAttempt(ctx context.Context, s *snapshot, req *ModelRequest) (*ModelResponse, error) {
-	core := func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+	if len(s.modelIC) == 0 {
 		return a.modelCore(ctx, s, req)
 	}
-	if len(s.modelIC) == 0 {
-		return core(ctx, req)
-	}
-	next := ModelFunc(core)
+	next := ModelFunc(func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+		return a.modelCore(ctx, s, req)
+	})
 	for i := len(s.modelIC) - 1; i >= 0; i-- {
 		ic, inner := s.modelIC[i], next
 		next = func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
@@ -488,13 +490,12 @@ func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, 
 }
 
 func (a *Agent) tool(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
-	core := func(ctx context.Context, call *ToolCall) *ToolResult {
+	if len(s.toolIC) == 0 {
 		return a.toolCore(ctx, s, res, call)
 	}
-	if len(s.toolIC) == 0 {
-		return core(ctx, call)
-	}
-	next := ToolFunc(core)
+	next := ToolFunc(func(ctx context.Context, call *ToolCall) *ToolResult {
+		return a.toolCore(ctx, s, res, call)
+	})
 	for i := len(s.toolIC) - 1; i >= 0; i-- {
 		ic, inner := s.toolIC[i], next
 		next = func(ctx context.Context, call *ToolCall) *ToolResult {

@@ -61,6 +61,7 @@ type Tool struct {
 	Timeout time.Duration
 
 	schema *jsonschema.Resolved
+	fast   *flatCheck
 }
 
 // Definition returns what the model is told about t.
@@ -97,6 +98,7 @@ func (t *Tool) prepare() error {
 		return fmt.Errorf("%w: %q: input schema: %v", ErrInvalidTool, t.Name, err)
 	}
 	t.schema = r
+	t.fast = newFlatCheck(&s)
 	return nil
 }
 
@@ -105,6 +107,9 @@ func (t *Tool) prepare() error {
 func (t *Tool) validate(input json.RawMessage) (json.RawMessage, error) {
 	if len(input) == 0 || string(input) == "null" {
 		input = json.RawMessage("{}")
+	}
+	if t.fast != nil && t.fast.check(input) {
+		return input, nil
 	}
 	var v any
 	if err := json.Unmarshal(input, &v); err != nil {
