@@ -1,0 +1,353 @@
+package tracing
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/harnessx/harnessx/harness"
+)
+
+// recorder collects the attributes of one span and the keys of the values
+// it cut. It is used by one goroutine.
+type recorder struct {
+	e         *Extension
+	kvs       []attribute.KeyValue
+	truncated []string
+}
+
+// content adds a captured value under key after the redactor and the cap.
+func (r *recorder) content(key attribute.Key, v string) {
+	v, cut := r.e.process(string(key), v)
+	if cut {
+		r.truncated = append(r.truncated, string(key))
+	}
+	r.kvs = append(r.kvs, key.String(v))
+}
+
+// cached adds a value from the cache, counting its redaction and cut again
+// so that Stats count every value set.
+func (r *recorder) cached(c *cachedValue) {
+	if c.redacted {
+		r.e.stats.redacted.Add(1)
+	}
+	if c.cut > 0 {
+		r.e.stats.truncated.Add(1)
+		r.e.stats.truncatedBytes.Add(int64(c.cut))
+		r.truncated = append(r.truncated, string(c.kv.Key))
+	}
+	r.kvs = append(r.kvs, c.kv)
+}
+
+// finish appends the list of cut keys, if any, and returns the attributes.
+func (r *recorder) finish() []attribute.KeyValue {
+	if len(r.truncated) > 0 {
+		r.kvs = append(r.kvs, KeyTruncated.StringSlice(r.truncated))
+	}
+	return r.kvs
+}
+
+// process runs the redactor and the cap on v. It reports whether v was cut.
+func (e *Extension) process(key, v string) (string, bool) {
+	v, _, cut := e.processCounted(key, v)
+	return v, cut > 0
+}
+
+// processCounted is process that also reports whether the redactor changed
+// v and how many bytes were cut.
+func (e *Extension) processCounted(key, v string) (out string, redacted bool, cut int) {
+	if e.cfg.redact != nil {
+		r := e.cfg.redact(key, v)
+		if r != v {
+			redacted = true
+			e.stats.redacted.Add(1)
+		}
+		v = r
+	}
+	if len(v) <= e.cfg.maxBytes {
+		return v, redacted, 0
+	}
+	out, kept := truncate(v, e.cfg.maxBytes)
+	cut = len(v) - kept
+	e.stats.truncated.Add(1)
+	e.stats.truncatedBytes.Add(int64(cut))
+	return out, redacted, cut
+}
+
+// truncEllipsis starts the marker appended to a cut value.
+const truncEllipsis = "…"
+
+// truncate cuts v so that, with the marker, it fits in max bytes when it
+// can; the marker gives v's length and SHA-256 in hex. It returns the cut
+// value and how many bytes of v it kept.
+func truncate(v string, max int) (string, int) {
+	sum := sha256.Sum256([]byte(v))
+	marker := make([]byte, 0, 128)
+	marker = append(marker, truncEllipsis+"[truncated by harnessx: "...)
+	marker = strconv.AppendInt(marker, int64(len(v)), 10)
+	marker = append(marker, " bytes, sha256="...)
+	marker = hex.AppendEncode(marker, sum[:])
+	marker = append(marker, ']')
+	keep := max - len(marker)
+	if keep < 0 {
+		keep = 0
+	}
+	for keep > 0 && !utf8.RuneStart(v[keep]) {
+		keep--
+	}
+	return v[:keep] + string(marker), keep
+}
+
+// cachedValue is an encoded and processed attribute value that is reused
+// while the part of the request it encodes does not change.
+type cachedValue struct {
+	hash     harness.Hash
+	capture  bool
+	kv       attribute.KeyValue
+	redacted bool
+	cut      int
+}
+
+// encCache keeps the last encodings of the parts that rarely change
+// between requests: tool definitions, system instructions and the hex
+// forms of the prefix-key part hashes.
+type encCache struct {
+	tools, system                 atomic.Pointer[cachedValue]
+	hexModel, hexTools, hexSystem atomic.Pointer[hexValue]
+}
+
+type hexValue struct {
+	hash harness.Hash
+	s    string
+}
+
+// hexOf returns h in hex, reusing the string from slot when h is the same.
+func hexOf(slot *atomic.Pointer[hexValue], h harness.Hash) string {
+	if c := slot.Load(); c != nil && c.hash == h {
+		return c.s
+	}
+	c := &hexValue{hash: h, s: h.String()}
+	slot.Store(c)
+	return c.s
+}
+
+// getBuf and putBuf recycle encoding buffers.
+func (e *Extension) getBuf() *[]byte {
+	b := e.bufs.Get().(*[]byte)
+	*b = (*b)[:0]
+	return b
+}
+
+func (e *Extension) putBuf(b *[]byte) {
+	if cap(*b) > 1<<20 {
+		return // do not keep huge buffers
+	}
+	e.bufs.Put(b)
+}
+
+// ---- JSON in the OpenTelemetry GenAI parts schema ----
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendRaw appends raw when it is valid JSON, or raw as a JSON string
+// otherwise; empty raw is an empty object.
+func appendRaw(b []byte, raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return append(b, '{', '}')
+	}
+	if json.Valid(raw) {
+		return append(b, raw...)
+	}
+	return appendString(b, string(raw))
+}
+
+func appendTextPart(b []byte, typ, text string) []byte {
+	b = append(b, `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","content":`...)
+	b = appendString(b, text)
+	return append(b, '}')
+}
+
+// appendParts appends the parts of m as a JSON array.
+func appendParts(b []byte, m *harness.Message) []byte {
+	b = append(b, '[')
+	n := 0
+	for i := range m.Content {
+		p := &m.Content[i]
+		if n > 0 {
+			b = append(b, ',')
+		}
+		switch p.Type {
+		case harness.PartText:
+			b = appendTextPart(b, "text", p.Text)
+		case harness.PartReasoning:
+			b = appendTextPart(b, "reasoning", p.Text)
+		case harness.PartToolCall:
+			if p.ToolCall == nil {
+				continue
+			}
+			b = append(b, `{"type":"tool_call","id":`...)
+			b = appendString(b, p.ToolCall.ID)
+			b = append(b, `,"name":`...)
+			b = appendString(b, p.ToolCall.Name)
+			b = append(b, `,"arguments":`...)
+			b = appendRaw(b, p.ToolCall.Input)
+			b = append(b, '}')
+		case harness.PartToolResult:
+			if p.ToolResult == nil {
+				continue
+			}
+			b = append(b, `{"type":"tool_call_response","id":`...)
+			b = appendString(b, p.ToolResult.CallID)
+			b = append(b, `,"response":`...)
+			b = appendString(b, p.ToolResult.Content)
+			b = append(b, '}')
+		default:
+			b = append(b, `{"type":`...)
+			b = appendString(b, string(p.Type))
+			b = append(b, '}')
+		}
+		n++
+	}
+	return append(b, ']')
+}
+
+// appendMessage appends one message; finish, when not empty, is its
+// finish_reason (output messages).
+func appendMessage(b []byte, m *harness.Message, finish string) []byte {
+	b = append(b, `{"role":`...)
+	b = appendString(b, string(m.Role))
+	b = append(b, `,"parts":`...)
+	b = appendParts(b, m)
+	if finish != "" {
+		b = append(b, `,"finish_reason":`...)
+		b = appendString(b, finish)
+	}
+	return append(b, '}')
+}
+
+// appendMessages appends msgs as gen_ai.input.messages.
+func appendMessages(b []byte, msgs []harness.Message) []byte {
+	b = append(b, '[')
+	for i := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendMessage(b, &msgs[i], "")
+	}
+	return append(b, ']')
+}
+
+// appendTextMessage appends a one-message list holding text.
+func appendTextMessage(b []byte, role harness.Role, text, finish string) []byte {
+	m := harness.Message{Role: role, Content: []harness.Part{{Type: harness.PartText, Text: text}}}
+	b = append(b, '[')
+	b = appendMessage(b, &m, finish)
+	return append(b, ']')
+}
+
+// appendToolDefs appends gen_ai.tool.definitions; without full, only the
+// required type and name.
+func appendToolDefs(b []byte, defs []harness.ToolDefinition, full bool) []byte {
+	b = append(b, '[')
+	for i := range defs {
+		d := &defs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"function","name":`...)
+		b = appendString(b, d.Name)
+		if full {
+			if d.Description != "" {
+				b = append(b, `,"description":`...)
+				b = appendString(b, d.Description)
+			}
+			b = append(b, `,"parameters":`...)
+			b = appendRaw(b, d.InputSchema)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendUsage appends langsmith.usage_metadata.
+func appendUsage(b []byte, u *harness.Usage) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = strconv.AppendInt(b, u.InputTokens, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, u.OutputTokens, 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, u.TotalTokens(), 10)
+	b = append(b, `,"input_token_details":{"cache_read":`...)
+	b = strconv.AppendInt(b, u.CacheReadInputTokens, 10)
+	b = append(b, `,"cache_creation":`...)
+	b = strconv.AppendInt(b, u.CacheCreationInputTokens, 10)
+	b = append(b, `},"output_token_details":{"reasoning":`...)
+	b = strconv.AppendInt(b, u.ReasoningTokens, 10)
+	return append(b, '}', '}')
+}
+
+// finishReason maps a harness stop reason onto the GenAI finish reasons
+// (stop, length, content_filter, tool_call); others pass as they are.
+func finishReason(s harness.StopReason) string {
+	switch s {
+	case harness.StopEndTurn, harness.StopSequence:
+		return "stop"
+	case harness.StopMaxTokens:
+		return "length"
+	case harness.StopToolUse:
+		return "tool_call"
+	case harness.StopContentFilter, harness.StopRefusal:
+		return "content_filter"
+	case "":
+		return "stop"
+	}
+	return string(s)
+}

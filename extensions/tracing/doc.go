@@ -1,0 +1,81 @@
+// Package tracing is the harnessx tracing extension: it turns every run of
+// an agent into a tree of OpenTelemetry spans that reads correctly in
+// Jaeger (or any OTLP backend) and in LangSmith.
+//
+//	invoke_agent <agent>          langsmith.span.kind=chain  (root, or child of the caller's span)
+//	├── chat <model>              langsmith.span.kind=llm    kind CLIENT, one per request attempt
+//	├── execute_tool <tool>       langsmith.span.kind=tool   one per tool call
+//	│   └── invoke_agent <child>  a subagent traced by its own extension
+//	└── chat <model>
+//
+// Add it with one option:
+//
+//	agent, err := harness.New(
+//		harness.WithProvider(p),
+//		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+//	)
+//
+// The extension uses the OpenTelemetry API only; the application chooses
+// the SDK and the backend (see the exporters package). Without
+// [WithTracerProvider] it uses otel.GetTracerProvider() at install time; it
+// never sets the global provider.
+//
+// # What the spans carry
+//
+// Attribute keys follow the OpenTelemetry GenAI semantic conventions
+// (go.opentelemetry.io/otel/semconv/v1.41.0) plus the keys LangSmith reads
+// over OTLP. Every span has langsmith.span.kind, langsmith.trace.name,
+// gen_ai.conversation.id and langsmith.metadata.session_id (the agent's
+// session ID, which LangSmith uses to group a thread).
+//
+// A chat span records the request (gen_ai.request.model, max_tokens,
+// temperature, stream, gen_ai.system_instructions, gen_ai.input.messages,
+// gen_ai.tool.definitions), the prompt-cache prefix key with its per-part
+// hashes (harnessx.prefix_key, harnessx.prefix_key.model|tools|system|messages,
+// langsmith.metadata.prefix_key) and, when the key changed, which part broke
+// the cache (harnessx.prefix_key.changed and a prompt_cache_break event).
+// On completion it records the response (gen_ai.response.model, id,
+// finish_reasons, gen_ai.output.messages), the usage with cache-read,
+// cache-creation and reasoning tokens, langsmith.usage_metadata, and
+// langsmith.metadata.ls_model_name / ls_provider so that LangSmith can price
+// the run. A streamed reply adds a new_token event at its first chunk.
+// Each retry of a request is its own chat span with harnessx.attempt.
+//
+// Messages are JSON in the GenAI parts schema: a list of {role, parts} with
+// parts of type text, reasoning, tool_call (id, name, arguments) and
+// tool_call_response (id, response).
+//
+// An execute_tool span records the tool name, call ID, arguments, result
+// and harnessx.tool.status. An invoke_agent span records the agent, the
+// run ID (harnessx.run.id), harnessx.run.status, the usage totals and the
+// user input and final text.
+//
+// # Statuses
+//
+// A failed run, a failed model request and a tool call that ended in an
+// error result set the span status to Error and error.type (for tools the
+// [harness.ToolStatus]; for other errors a short type: the Go type of the
+// underlying error, "cancelled", "timeout", "max_steps" or "_OTHER").
+// Cancellation and approval pauses are not errors: they are recorded as
+// harnessx.run.status=cancelled or paused, and harnessx.tool.status=cancelled
+// or pending_approval, with the span status left unset.
+//
+// # Content capture
+//
+// Prompts, messages, tool arguments and results are recorded by default.
+// [WithCaptureContent](false) turns that off, and so does the environment
+// variable OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false (or 0,
+// no) when the option is not given; then only structure, usage and keys are
+// recorded. Every captured value passes through the [WithRedactor] function
+// before it is set, then is capped at [WithMaxAttributeBytes]: a longer value
+// is cut, and a marker with its full length and SHA-256 is appended, so the
+// cut is visible; the span lists the cut keys in harnessx.truncated and
+// [Extension.Stats] counts them.
+//
+// # Context
+//
+// Spans travel in context.Context only: each tool call gets its own context,
+// so parallel calls each nest under the right agent span, and a subagent
+// run (harness.AgentTool) started from a tool call nests under that call's
+// execute_tool span when the child agent has its own tracing extension.
+package tracing

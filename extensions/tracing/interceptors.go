@@ -1,0 +1,448 @@
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/harnessx/harnessx/harness"
+)
+
+// interceptors is the middleware the extension registers: it opens the
+// agent, model and tool spans around the engine's calls.
+type interceptors struct{ e *Extension }
+
+var (
+	_ harness.RunInterceptor   = interceptors{}
+	_ harness.ModelInterceptor = interceptors{}
+	_ harness.ToolInterceptor  = interceptors{}
+)
+
+// runState is what the spans of one run share. It travels in the run's
+// context, so a subagent's run (with its own extension) finds its own.
+type runState struct {
+	ext    *Extension
+	agent  string
+	common [2]attribute.KeyValue // conversation ID and LangSmith session metadata
+}
+
+type runKey struct{}
+
+// run returns the state of the run ctx belongs to, or one made from the
+// engine's event data when the run was not traced by e (an extension
+// installed during a run, for instance).
+func (e *Extension) run(ctx context.Context) *runState {
+	if rs, ok := ctx.Value(runKey{}).(*runState); ok && rs.ext == e {
+		return rs
+	}
+	return &runState{ext: e}
+}
+
+func sessionAttrs(sessionID string) [2]attribute.KeyValue {
+	return [2]attribute.KeyValue{
+		semconv.GenAIConversationID(sessionID),
+		KeyLangSmithSessionID.String(sessionID),
+	}
+}
+
+// ---- runs ----
+
+// InterceptRun opens the invoke_agent span of a run.
+func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, next harness.RunFunc) *harness.RunResult {
+	e := ic.e
+	rs := &runState{ext: e, agent: info.Agent, common: sessionAttrs(info.SessionID)}
+	name := "invoke_agent " + info.Agent
+	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs = append(attrs,
+		semconv.GenAIOperationNameInvokeAgent,
+		semconv.GenAIAgentName(info.Agent),
+		KeyRunID.String(info.RunID),
+		KeyLangSmithSpanKind.String(spanKindChain),
+		KeyLangSmithTraceName.String(name),
+		rs.common[0], rs.common[1],
+	)
+	if info.Resumed {
+		attrs = append(attrs, KeyRunResumed.Bool(true))
+	}
+	ctx, span := e.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	e.stats.runs.Add(1)
+	ended := false
+	defer func() {
+		if !ended { // next panicked: end the span on the way out
+			e.stats.errors.Add(1)
+			span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
+			span.SetStatus(codes.Error, "panic")
+			span.End()
+		}
+	}()
+	ctx = context.WithValue(ctx, runKey{}, rs)
+	res := next(ctx)
+	ended = true
+	if span.IsRecording() {
+		e.endRun(span, info, res)
+	}
+	span.End()
+	return res
+}
+
+func (e *Extension) endRun(span trace.Span, info *harness.RunInfo, res *harness.RunResult) {
+	r := recorder{e: e, kvs: make([]attribute.KeyValue, 0, 12)}
+	if res == nil {
+		e.stats.errors.Add(1)
+		span.SetAttributes(semconv.ErrorTypeOther)
+		span.SetStatus(codes.Error, "run interceptor returned no result")
+		return
+	}
+	if e.cfg.capture && info.Input != "" {
+		b := e.getBuf()
+		*b = appendTextMessage(*b, harness.RoleUser, info.Input, "")
+		r.content(semconv.GenAIInputMessagesKey, string(*b))
+		e.putBuf(b)
+	}
+	u := &res.Usage
+	r.kvs = append(r.kvs,
+		KeyRunStatus.String(string(res.Status)),
+		KeyRunSteps.Int(res.Steps),
+		semconv.GenAIUsageInputTokens(int(u.InputTokens)),
+		semconv.GenAIUsageOutputTokens(int(u.OutputTokens)),
+		semconv.GenAIUsageCacheReadInputTokens(int(u.CacheReadInputTokens)),
+		semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheCreationInputTokens)),
+		semconv.GenAIUsageReasoningOutputTokens(int(u.ReasoningTokens)),
+	)
+	switch res.Status {
+	case harness.StatusCompleted:
+		if e.cfg.capture {
+			b := e.getBuf()
+			*b = appendTextMessage(*b, harness.RoleAssistant, res.Text, "stop")
+			r.content(semconv.GenAIOutputMessagesKey, string(*b))
+			e.putBuf(b)
+		}
+	case harness.StatusPaused:
+		r.kvs = append(r.kvs, KeyRunPending.Int(len(res.Pending)))
+	case harness.StatusFailed:
+		typ := errorType(res.Err)
+		r.kvs = append(r.kvs, semconv.ErrorTypeKey.String(typ))
+		e.setError(span, &r, typ, res.Err)
+	}
+	span.SetAttributes(r.finish()...)
+}
+
+// setError sets status Error with the error's message (captured content:
+// redacted and capped), or only its type when content capture is off.
+func (e *Extension) setError(span trace.Span, r *recorder, typ string, err error) {
+	e.stats.errors.Add(1)
+	desc := typ
+	if e.cfg.capture && err != nil {
+		var cut bool
+		desc, cut = e.process("otel.status_description", err.Error())
+		if cut {
+			r.truncated = append(r.truncated, "otel.status_description")
+		}
+	}
+	span.SetStatus(codes.Error, desc)
+}
+
+// ---- model requests ----
+
+// InterceptModel opens the chat span of one model request attempt.
+func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelRequest, next harness.ModelFunc) (*harness.ModelResponse, error) {
+	e := ic.e
+	rs := e.run(ctx)
+	model := req.Model
+	name := spanName("chat", model)
+	ctx, span := e.tracer.Start(ctx, name,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			semconv.GenAIOperationNameChat,
+			semconv.GenAIRequestModel(model),
+			KeyLangSmithSpanKind.String(spanKindLLM),
+			KeyLangSmithTraceName.String(name),
+			rs.common[0], rs.common[1],
+			KeyStep.Int(req.Step),
+			KeyAttempt.Int(req.Attempt),
+		))
+	e.stats.model.Add(1)
+	ended := false
+	defer func() {
+		if !ended {
+			e.stats.errors.Add(1)
+			span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
+			span.SetStatus(codes.Error, "panic")
+			span.End()
+		}
+	}()
+	start := time.Now()
+	resp, err := next(ctx, req)
+	ended = true
+	if span.IsRecording() {
+		e.endModel(ctx, span, name, start, req, resp, err)
+	}
+	span.End()
+	return resp, err
+}
+
+func spanName(op, what string) string {
+	if what == "" {
+		return op
+	}
+	return op + " " + what
+}
+
+func (e *Extension) endModel(ctx context.Context, span trace.Span, name string, start time.Time, req *harness.ModelRequest, resp *harness.ModelResponse, err error) {
+	r := recorder{e: e, kvs: make([]attribute.KeyValue, 0, 40)}
+	c := &e.cache
+
+	// The request, as the middleware left it.
+	r.kvs = append(r.kvs, semconv.GenAIRequestModel(req.Model), semconv.GenAIRequestStream(req.Stream))
+	if req.MaxTokens > 0 {
+		r.kvs = append(r.kvs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
+	}
+	if req.Temperature != nil {
+		r.kvs = append(r.kvs, semconv.GenAIRequestTemperature(*req.Temperature))
+	}
+	if pk := &req.PrefixKey; !pk.Key.IsZero() {
+		key := pk.Key.String()
+		r.kvs = append(r.kvs,
+			KeyPrefixKey.String(key),
+			KeyLangSmithPrefixKey.String(key),
+			KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
+			KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
+			KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
+			KeyPrefixMessages.String(pk.Messages.String()),
+		)
+		if len(pk.Changed) > 0 {
+			changed := KeyPrefixChanged.StringSlice(pk.Changed)
+			r.kvs = append(r.kvs, changed)
+			span.AddEvent(EventCacheBreak, trace.WithTimestamp(start), trace.WithAttributes(changed))
+		}
+	}
+	if e.cfg.capture && req.System != "" {
+		r.cached(e.cachedValue(&c.system, req.PrefixKey.System, semconv.GenAISystemInstructionsKey, func(b []byte) []byte {
+			b = append(b, '[')
+			b = appendTextPart(b, "text", req.System)
+			return append(b, ']')
+		}))
+	}
+	if len(req.Tools) > 0 {
+		r.cached(e.cachedValue(&c.tools, req.PrefixKey.Tools, semconv.GenAIToolDefinitionsKey, func(b []byte) []byte {
+			return appendToolDefs(b, req.Tools, e.cfg.capture)
+		}))
+	}
+	if e.cfg.capture {
+		b := e.getBuf()
+		*b = appendMessages(*b, req.Messages)
+		r.content(semconv.GenAIInputMessagesKey, string(*b))
+		e.putBuf(b)
+	}
+
+	// The response.
+	provider := e.cfg.providerName
+	model := req.Model
+	if resp != nil {
+		if resp.Provider != "" {
+			provider = resp.Provider
+			if p := e.provider.Load(); p == nil || *p != provider {
+				e.provider.Store(&provider)
+			}
+		}
+		if resp.Model != "" {
+			model = resp.Model
+		}
+		finish := finishReason(resp.StopReason)
+		u := &resp.Usage
+		r.kvs = append(r.kvs,
+			semconv.GenAIResponseModel(model),
+			semconv.GenAIResponseID(resp.ID),
+			semconv.GenAIResponseFinishReasons(finish),
+			semconv.GenAIUsageInputTokens(int(u.InputTokens)),
+			semconv.GenAIUsageOutputTokens(int(u.OutputTokens)),
+			semconv.GenAIUsageCacheReadInputTokens(int(u.CacheReadInputTokens)),
+			semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheCreationInputTokens)),
+			semconv.GenAIUsageReasoningOutputTokens(int(u.ReasoningTokens)),
+		)
+		b := e.getBuf()
+		*b = appendUsage(*b, u)
+		r.kvs = append(r.kvs, KeyLangSmithUsage.String(string(*b)))
+		if e.cfg.capture {
+			*b = (*b)[:0]
+			*b = append(*b, '[')
+			*b = appendMessage(*b, &resp.Message, finish)
+			*b = append(*b, ']')
+			r.content(semconv.GenAIOutputMessagesKey, string(*b))
+		}
+		e.putBuf(b)
+		if !resp.FirstChunkAt.IsZero() {
+			r.kvs = append(r.kvs, semconv.GenAIResponseTimeToFirstChunk(resp.FirstChunkAt.Sub(start).Seconds()))
+			span.AddEvent(EventNewToken, trace.WithTimestamp(resp.FirstChunkAt))
+		}
+	}
+	if provider == "" {
+		if p := e.provider.Load(); p != nil {
+			provider = *p
+		} else {
+			provider = "unknown"
+		}
+	}
+	r.kvs = append(r.kvs,
+		semconv.GenAIProviderNameKey.String(provider),
+		KeyLangSmithProvider.String(provider),
+		KeyLangSmithModelName.String(model),
+	)
+	switch {
+	case err == nil:
+		r.kvs = append(r.kvs, KeyModelStatus.String("ok"))
+	case ctx.Err() != nil:
+		r.kvs = append(r.kvs, KeyModelStatus.String("cancelled"))
+	default:
+		typ := errorType(err)
+		r.kvs = append(r.kvs, KeyModelStatus.String("error"), semconv.ErrorTypeKey.String(typ))
+		e.setError(span, &r, typ, err)
+	}
+	if n := spanName("chat", req.Model); n != name {
+		span.SetName(n) // a middleware changed the model
+		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n))
+	}
+	span.SetAttributes(r.finish()...)
+}
+
+// cachedValue returns the processed value of key, encoding it with enc
+// unless slot holds the value for the same part hash and capture mode.
+// A zero hash (no prefix key) is never cached.
+func (e *Extension) cachedValue(slot *atomic.Pointer[cachedValue], h harness.Hash, key attribute.Key, enc func([]byte) []byte) *cachedValue {
+	if c := slot.Load(); c != nil && !h.IsZero() && c.hash == h && c.capture == e.cfg.capture {
+		return c
+	}
+	b := e.getBuf()
+	*b = enc(*b)
+	// process counts the redaction and the cut; cached() counts them again
+	// for every use, so undo the first count here.
+	v, redacted, cut := e.processCounted(string(key), string(*b))
+	e.putBuf(b)
+	if redacted {
+		e.stats.redacted.Add(-1)
+	}
+	if cut > 0 {
+		e.stats.truncated.Add(-1)
+		e.stats.truncatedBytes.Add(-int64(cut))
+	}
+	c := &cachedValue{hash: h, capture: e.cfg.capture, kv: key.String(v), redacted: redacted, cut: cut}
+	if !h.IsZero() {
+		slot.Store(c)
+	}
+	return c
+}
+
+// ---- tool calls ----
+
+// InterceptTool opens the execute_tool span of one tool call.
+func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall, next harness.ToolFunc) *harness.ToolResult {
+	e := ic.e
+	rs := e.run(ctx)
+	name := spanName("execute_tool", call.Name)
+	ctx, span := e.tracer.Start(ctx, name,
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(
+			semconv.GenAIOperationNameExecuteTool,
+			semconv.GenAIToolName(call.Name),
+			semconv.GenAIToolCallID(call.ID),
+			KeyLangSmithSpanKind.String(spanKindTool),
+			KeyLangSmithTraceName.String(name),
+			rs.common[0], rs.common[1],
+		))
+	e.stats.tools.Add(1)
+	ended := false
+	defer func() {
+		if !ended {
+			e.stats.errors.Add(1)
+			span.SetAttributes(KeyToolStatus.String(string(harness.ToolPanicked)), semconv.ErrorTypeKey.String(string(harness.ToolPanicked)))
+			span.SetStatus(codes.Error, "panic")
+			span.End()
+		}
+	}()
+	res := next(ctx, call)
+	ended = true
+	if span.IsRecording() {
+		e.endTool(span, call, res)
+	}
+	span.End()
+	return res
+}
+
+func (e *Extension) endTool(span trace.Span, call *harness.ToolCall, res *harness.ToolResult) {
+	r := recorder{e: e, kvs: make([]attribute.KeyValue, 0, 6)}
+	if e.cfg.capture {
+		r.content(semconv.GenAIToolCallArgumentsKey, string(call.Input))
+	}
+	if res == nil {
+		typ := string(harness.ToolMiddlewareErr)
+		r.kvs = append(r.kvs, KeyToolStatus.String(typ), semconv.ErrorTypeKey.String(typ))
+		e.setError(span, &r, typ, errors.New("a tool interceptor returned no result"))
+		span.SetAttributes(r.finish()...)
+		return
+	}
+	status := res.Status
+	if status == "" {
+		status = harness.ToolOK
+		if res.IsError {
+			status = harness.ToolError
+		}
+	}
+	r.kvs = append(r.kvs, KeyToolStatus.String(string(status)))
+	if e.cfg.capture {
+		r.content(semconv.GenAIToolCallResultKey, res.Content)
+	}
+	switch status {
+	case harness.ToolOK, harness.ToolPending, harness.ToolCancelled:
+		// Not errors: a pause and a cancellation have their own status.
+	default:
+		if res.IsError || status != harness.ToolOK {
+			r.kvs = append(r.kvs, semconv.ErrorTypeKey.String(string(status)))
+			e.setError(span, &r, string(status), errors.New(res.Content))
+		}
+	}
+	span.SetAttributes(r.finish()...)
+}
+
+// ---- errors ----
+
+// errorType returns a short, low-cardinality type for err: "cancelled",
+// "timeout", "max_steps", "panic", "extension_error", or the Go type of
+// the first error in its chain that is not a plain message or wrapper, or
+// "_OTHER".
+func errorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, harness.ErrMaxSteps):
+		return "max_steps"
+	}
+	var pe *harness.PanicError
+	if errors.As(err, &pe) {
+		return "panic"
+	}
+	var ee *harness.ExtensionError
+	if errors.As(err, &ee) {
+		return "extension_error"
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch t := fmt.Sprintf("%T", e); t {
+		case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError", "*harness.ProviderError":
+			continue
+		default:
+			return t
+		}
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
+}

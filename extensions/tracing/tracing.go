@@ -1,0 +1,232 @@
+package tracing
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/harnessx/harnessx/harness"
+)
+
+// ExtensionName is the name the extension installs under.
+const ExtensionName = "tracing"
+
+// ScopeName is the instrumentation scope of the tracer the extension uses.
+const ScopeName = "github.com/harnessx/harnessx/extensions/tracing"
+
+// DefaultMaxAttributeBytes is the default cap on one captured value.
+const DefaultMaxAttributeBytes = 64 << 10
+
+// Priority is the extension's install priority: it installs before the
+// extensions of default priority, so its interceptors run outside theirs
+// and their work (and their hooks' contexts) sees its spans.
+const Priority = 10
+
+// CaptureContentEnv is the environment variable that turns content capture
+// off ("false", "0" or "no", any case) when [WithCaptureContent] is not
+// given.
+const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+// Sentinel errors. Match them with [errors.Is].
+var (
+	// ErrInvalidConfig is wrapped by the [*ConfigError] that Install
+	// returns for an invalid option.
+	ErrInvalidConfig = errors.New("tracing: invalid configuration")
+	// ErrAlreadyInstalled is returned by Install when the extension is
+	// already installed on an agent: use a fresh extension for each agent.
+	ErrAlreadyInstalled = errors.New("tracing: extension already installed; use a fresh one for each agent")
+)
+
+// ConfigError reports an invalid option. It wraps [ErrInvalidConfig].
+type ConfigError struct {
+	Option string // the option's function name
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("tracing: %s: %s", e.Option, e.Reason)
+}
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Option configures an [Extension].
+type Option func(*config)
+
+// config holds the extension's settings. Defaults:
+//   - tracer provider: otel.GetTracerProvider() at Install time;
+//   - content capture on, unless CaptureContentEnv says otherwise;
+//   - no redactor;
+//   - max attribute bytes DefaultMaxAttributeBytes (64 KiB);
+//   - provider name learnt from the responses ("unknown" until then).
+type config struct {
+	tp           trace.TracerProvider
+	tpSet        bool
+	capture      bool
+	captureSet   bool
+	redact       func(key, value string) string
+	maxBytes     int
+	providerName string
+}
+
+// WithTracerProvider sets the TracerProvider the spans are created with.
+// Default: otel.GetTracerProvider() when the extension is installed. The
+// extension never sets the global provider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tp, c.tpSet = tp, true }
+}
+
+// WithCaptureContent turns the recording of prompts, messages, tool
+// definitions, arguments and results on or off. Default on, unless the
+// environment variable OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT is
+// "false", "0" or "no"; this option, when given, wins over the variable.
+// Off, the spans keep their structure, usage, statuses and prefix keys, and
+// tool definitions keep only their names.
+func WithCaptureContent(on bool) Option {
+	return func(c *config) { c.capture, c.captureSet = on, true }
+}
+
+// WithRedactor sets a function that every captured string value passes
+// through before it is set on a span; key is the attribute key. It must be
+// safe for concurrent use (tool calls run in parallel) and should be fast.
+// Values it changes are counted in [Stats].Redacted.
+func WithRedactor(r func(key, value string) string) Option {
+	return func(c *config) { c.redact = r }
+}
+
+// WithMaxAttributeBytes caps each captured value at n bytes (after the
+// redactor). A longer value is cut at a UTF-8 boundary and ends with a
+// marker giving its full length and SHA-256; the result fits in n bytes
+// when n leaves room for the marker (about 110 bytes). Default 64 KiB; n
+// must be positive.
+func WithMaxAttributeBytes(n int) Option {
+	return func(c *config) { c.maxBytes = n }
+}
+
+// WithProviderName sets gen_ai.provider.name and ls_provider for requests
+// whose response does not name a provider (failed requests above all).
+// By default the extension uses the name the last response reported.
+func WithProviderName(name string) Option {
+	return func(c *config) { c.providerName = name }
+}
+
+// Extension is the tracing extension. Build it with [New] and install it on
+// one agent with harness.WithExtensions. Its methods are safe for
+// concurrent use.
+type Extension struct {
+	cfg       config
+	tracer    trace.Tracer
+	installed atomic.Bool
+
+	// provider is the last provider name a response reported.
+	provider atomic.Pointer[string]
+	// cache holds encodings that rarely change between requests.
+	cache encCache
+	bufs  sync.Pool
+
+	stats counters
+}
+
+var (
+	_ harness.Extension   = (*Extension)(nil)
+	_ harness.Prioritizer = (*Extension)(nil)
+)
+
+// New returns a tracing extension configured by opts.
+func New(opts ...Option) *Extension {
+	e := &Extension{cfg: config{capture: true, maxBytes: DefaultMaxAttributeBytes}}
+	for _, o := range opts {
+		o(&e.cfg)
+	}
+	e.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	return e
+}
+
+// Name returns "tracing".
+func (e *Extension) Name() string { return ExtensionName }
+
+// Priority returns [Priority].
+func (e *Extension) Priority() int { return Priority }
+
+// Install resolves the tracer provider and the content-capture setting and
+// registers the extension's run, model and tool interceptors. It fails with
+// a [*ConfigError] for an invalid option and with [ErrAlreadyInstalled] on
+// a second install.
+func (e *Extension) Install(ec *harness.ExtensionContext) error {
+	c := &e.cfg
+	if c.tpSet && c.tp == nil {
+		return &ConfigError{Option: "WithTracerProvider", Reason: "nil TracerProvider"}
+	}
+	if c.maxBytes <= 0 {
+		return &ConfigError{Option: "WithMaxAttributeBytes", Reason: fmt.Sprintf("%d is not positive", c.maxBytes)}
+	}
+	if !e.installed.CompareAndSwap(false, true) {
+		return ErrAlreadyInstalled
+	}
+	tp := c.tp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if !c.captureSet {
+		c.capture = captureFromEnv(os.Getenv(CaptureContentEnv))
+	}
+	e.tracer = tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
+	if _, err := ec.AddMiddleware(interceptors{e}); err != nil {
+		e.installed.Store(false)
+		return err
+	}
+	return nil
+}
+
+// captureFromEnv reads CaptureContentEnv: only an explicit false turns
+// capture off.
+func captureFromEnv(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "false", "0", "no", "off":
+		return false
+	}
+	return true
+}
+
+// CaptureContent reports whether the extension records content. Before
+// Install it reports the option's value, or the default.
+func (e *Extension) CaptureContent() bool { return e.cfg.capture }
+
+// Stats counts what the extension recorded. All counts are since New.
+type Stats struct {
+	// Runs, ModelRequests and ToolCalls count the invoke_agent, chat and
+	// execute_tool spans started.
+	Runs, ModelRequests, ToolCalls int64
+	// Errors counts spans ended with status Error.
+	Errors int64
+	// Redacted counts captured values that the redactor changed.
+	Redacted int64
+	// Truncated counts captured values cut at the attribute cap, and
+	// TruncatedBytes the bytes cut from them.
+	Truncated, TruncatedBytes int64
+}
+
+type counters struct {
+	runs, model, tools, errors, redacted, truncated, truncatedBytes atomic.Int64
+}
+
+// Stats returns the counts so far.
+func (e *Extension) Stats() Stats {
+	s := &e.stats
+	return Stats{
+		Runs:           s.runs.Load(),
+		ModelRequests:  s.model.Load(),
+		ToolCalls:      s.tools.Load(),
+		Errors:         s.errors.Load(),
+		Redacted:       s.redacted.Load(),
+		Truncated:      s.truncated.Load(),
+		TruncatedBytes: s.truncatedBytes.Load(),
+	}
+}
