@@ -167,7 +167,11 @@ func scanScalar(b []byte, i int) (int, byte) {
 		for j := i + 1; j < len(b); j++ {
 			switch {
 			case b[j] == '\\':
-				j++
+				n := escapeLen(b[j+1:])
+				if n == 0 {
+					return -1, 0
+				}
+				j += n
 			case b[j] == '"':
 				return j + 1, 's'
 			case b[j] < 0x20:
@@ -198,6 +202,29 @@ func scanScalar(b []byte, i int) (int, byte) {
 		return j, 'i'
 	}
 	return -1, 0
+}
+
+// escapeLen returns the length of the valid escape sequence at the start
+// of b (after the backslash), or 0.
+func escapeLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 1
+	case 'u':
+		if len(b) < 5 {
+			return 0
+		}
+		for _, c := range b[1:5] {
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return 0
+			}
+		}
+		return 5
+	}
+	return 0
 }
 
 func boolInt(b bool) int {
