@@ -77,4 +77,3 @@ func (o *orderLog) list() []string {
 	defer o.mu.Unlock()
 	return append([]string(nil), o.got...)
 }
-

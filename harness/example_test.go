@@ -1,0 +1,94 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/harnessx/harnessx/harness"
+	ht "github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+func Example() {
+	type addInput struct {
+		A int `json:"a"`
+		B int `json:"b"`
+	}
+	add := harness.MustTool(harness.NewTool("add", "Add two numbers.", func(_ context.Context, in addInput) (int, error) {
+		return in.A + in.B, nil
+	}))
+	model := ht.NewScriptedProvider(
+		ht.CallTool("call_1", "add", `{"a":2,"b":3}`),
+		ht.Response{Text: "2 + 3 = 5", Usage: harness.Usage{InputTokens: 40, OutputTokens: 8}},
+	)
+	agent, err := harness.New(harness.WithProvider(model), harness.WithModel("demo"), harness.WithTools(add))
+	if err != nil {
+		panic(err)
+	}
+	defer agent.Close(context.Background())
+
+	res, err := agent.Run(context.Background(), "What is 2 + 3?")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Status, res.Steps, res.Text)
+	fmt.Println("tool said:", res.Messages[2].Content[0].ToolResult.Content)
+	// Output:
+	// completed 2 2 + 3 = 5
+	// tool said: 5
+}
+
+// searchExtension packages a tool, a middleware and a prompt provider.
+type searchExtension struct{ collection string }
+
+func (e *searchExtension) Name() string  { return "search_feature" }
+func (e *searchExtension) Priority() int { return 50 }
+
+func (e *searchExtension) Install(ec *harness.ExtensionContext) error {
+	type in struct {
+		Query string `json:"query"`
+	}
+	tool := harness.MustTool(harness.NewTool("search", "Search the collection.", func(_ context.Context, q in) (string, error) {
+		return e.collection + ": " + q.Query, nil
+	}))
+	tool.ReplayPolicy = harness.ReplaySafe
+	if _, err := ec.RegisterTool(tool); err != nil {
+		return err
+	}
+	_, err := ec.RegisterPromptProvider(func() string { return "The search tool searches " + e.collection + "." })
+	return err
+}
+
+func ExampleExtension() {
+	model := ht.NewScriptedProvider(ht.CallTool("c1", "search", `{"query":"install"}`), ht.Reply("Found it."))
+	agent, err := harness.New(harness.WithProvider(model), harness.WithExtensions(&searchExtension{collection: "product_docs"}))
+	if err != nil {
+		panic(err)
+	}
+	res, _ := agent.Run(context.Background(), "How do I install?")
+	fmt.Println(res.Messages[2].Content[0].ToolResult.Content)
+	fmt.Println(model.Requests()[0].System)
+	agent.Close(context.Background())
+	fmt.Println(agent.Inventory().Tools)
+	// Output:
+	// product_docs: install
+	// The search tool searches product_docs.
+	// []
+}
+
+func ExampleAgent_Resume() {
+	deploy := harness.MustTool(harness.NewTool("deploy", "Deploy.", func(context.Context, struct{}) (string, error) {
+		return "deployed", nil
+	}))
+	deploy.Permission = harness.PermissionAsk
+	model := ht.NewScriptedProvider(ht.CallTool("d1", "deploy", `{}`), ht.Reply("Done."))
+	agent, _ := harness.New(harness.WithProvider(model), harness.WithTools(deploy))
+	defer agent.Close(context.Background())
+
+	res, _ := agent.Run(context.Background(), "Ship it")
+	fmt.Println(res.Status, res.Pending[0].ToolCall.Name)
+	res, _ = agent.Resume(context.Background(), harness.Approve(res.Pending[0].ID))
+	fmt.Println(res.Status, res.Text)
+	// Output:
+	// paused deploy
+	// completed Done.
+}

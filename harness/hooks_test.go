@@ -1,0 +1,94 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/harnessx/harnessx/harness"
+	ht "github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+func TestHookEventsOfARun(t *testing.T) {
+	p := ht.NewScriptedProvider(ht.CallTool("c1", "echo", `{"text":"a"}`), ht.Reply("done"))
+	rec := &ht.HookRecorder{}
+	a := newAgent(t, p, harness.WithTools(echoTool()), rec.Option(), harness.WithName("bot"))
+	if _, err := a.Run(context.Background(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	want := []harness.HookEvent{
+		harness.EventRunStart,
+		harness.EventModelRequestStart, harness.EventModelRequestEnd,
+		harness.EventToolCallStart, harness.EventToolCallEnd,
+		harness.EventModelRequestStart, harness.EventModelRequestEnd,
+		harness.EventRunEnd,
+	}
+	if got := rec.Types(); !slices.Equal(got, want) {
+		t.Fatalf("events = %v, want %v", got, want)
+	}
+	evs := rec.Events()
+	if evs[0].Input != "hello" || evs[0].Agent != "bot" || evs[0].SessionID != a.SessionID() || evs[0].RunID == "" || evs[0].Time.IsZero() {
+		t.Errorf("run start = %+v", evs[0])
+	}
+	if evs[1].Request == nil || evs[1].Request.PrefixKey.Key.IsZero() || evs[1].Step != 1 {
+		t.Errorf("model start = %+v", evs[1])
+	}
+	if evs[2].Response == nil || evs[2].Response.Provider != "scripted" {
+		t.Errorf("model end = %+v", evs[2])
+	}
+	if evs[4].ToolResult == nil || evs[4].ToolResult.Content != "echo: a" || evs[4].ToolCall.ID != "c1" {
+		t.Errorf("tool end = %+v", evs[4])
+	}
+	if evs[7].Result == nil || evs[7].Result.Status != harness.StatusCompleted {
+		t.Errorf("run end = %+v", evs[7])
+	}
+	for _, e := range evs {
+		if e.RunID != evs[0].RunID {
+			t.Errorf("%s has run ID %q", e.Type, e.RunID)
+		}
+	}
+}
+
+func TestFailingHooksNeverFailTheRun(t *testing.T) {
+	p := ht.NewScriptedProvider(ht.CallTool("c1", "echo", `{"text":"a"}`), ht.Reply("done"))
+	log, buf := logBuffer()
+	rec := &ht.HookRecorder{}
+	erring := func(context.Context, *harness.Event) error { return errors.New("hook broke") }
+	panicking := func(_ context.Context, ev *harness.Event) error {
+		if ev.Type == harness.EventToolCallEnd {
+			panic("hook panicked")
+		}
+		return nil
+	}
+	a := newAgent(t, p, harness.WithTools(echoTool()), harness.WithLogger(log),
+		harness.WithHook(harness.EventRunStart, erring), harness.WithHooks(panicking),
+		harness.WithHook(harness.EventHookFailed, rec.Hook),
+		harness.WithHook(harness.EventHookFailed, func(context.Context, *harness.Event) error { return errors.New("no recursion") }))
+	res, err := a.Run(context.Background(), "go")
+	if err != nil || res.Status != harness.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	failed := rec.Of(harness.EventHookFailed)
+	if len(failed) != 2 || failed[0].FailedEvent != harness.EventRunStart || failed[1].FailedEvent != harness.EventToolCallEnd {
+		t.Fatalf("hook failures = %+v", failed)
+	}
+	if !strings.Contains(failed[1].Err.Error(), "hook panicked") {
+		t.Errorf("err = %v", failed[1].Err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "hook broke") || !strings.Contains(out, "hook panicked") || !strings.Contains(out, "no recursion") {
+		t.Errorf("log = %s", out)
+	}
+}
+
+func TestUnknownHookEvent(t *testing.T) {
+	_, err := harness.New(harness.WithProvider(ht.NewScriptedProvider()), harness.WithHook(harness.HookEvent(200), func(context.Context, *harness.Event) error { return nil }))
+	if err == nil {
+		t.Fatal("unknown event accepted")
+	}
+	if harness.HookEvent(200).String() != "unknown" || harness.EventToolCallEnd.String() != "tool_call_end" {
+		t.Error("String")
+	}
+}

@@ -1,0 +1,107 @@
+package harness_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/harnessx/harnessx/harness"
+	ht "github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+// systemSwitch changes the system prompt when on is set.
+type systemSwitch struct{ on *bool }
+
+func (s systemSwitch) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
+	if *s.on {
+		req.System += " (changed)"
+	}
+	return nil
+}
+
+func TestPrefixKey(t *testing.T) {
+	on := false
+	p := ht.NewScriptedProvider(ht.CallTool("c1", "echo", `{"text":"a"}`), ht.Reply("one"), ht.Reply("two"), ht.Reply("three"))
+	a := newAgent(t, p, harness.WithTools(echoTool()), harness.WithSystemPrompt("sys"), harness.WithMiddleware(systemSwitch{&on}))
+	ctx := context.Background()
+	if _, err := a.Run(ctx, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(ctx, "second"); err != nil {
+		t.Fatal(err)
+	}
+	on = true
+	if _, err := a.Run(ctx, "third"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := p.Requests()
+	keys := make([]harness.PrefixKey, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.PrefixKey
+		if r.PrefixKey.Key.IsZero() || r.PrefixKey.PrefixMessages != len(r.Messages)-1 {
+			t.Fatalf("request %d: key %+v", i, r.PrefixKey)
+		}
+	}
+	// Growth of the conversation keeps the cache: nothing reported.
+	for i := 1; i < 3; i++ {
+		if keys[i].Key == keys[i-1].Key {
+			t.Errorf("request %d: key did not move with the prefix", i)
+		}
+		if len(keys[i].Changed) != 0 {
+			t.Errorf("request %d: growth reported as change %v", i, keys[i].Changed)
+		}
+		if keys[i].System != keys[0].System || keys[i].Tools != keys[0].Tools || keys[i].Model != keys[0].Model {
+			t.Errorf("request %d: stable parts changed", i)
+		}
+	}
+	if !slices.Equal(keys[3].Changed, []string{harness.PrefixPartSystem}) {
+		t.Errorf("changed = %v, want [system]", keys[3].Changed)
+	}
+	parts := keys[3].Parts()
+	if parts[2].Name != "system" || parts[2].Hash != keys[3].System || len(keys[3].Key.String()) != 64 {
+		t.Errorf("parts = %+v", parts)
+	}
+}
+
+func TestPrefixKeyDetectsRewrittenHistory(t *testing.T) {
+	rewrite := false
+	p := ht.NewScriptedProvider(ht.Reply("one"), ht.Reply("two"), ht.Reply("three"))
+	mw := historyRewriter{&rewrite}
+	a := newAgent(t, p, harness.WithMiddleware(mw))
+	ctx := context.Background()
+	a.Run(ctx, "first")
+	a.Run(ctx, "second")
+	rewrite = true
+	a.Run(ctx, "third")
+	reqs := p.Requests()
+	if got := reqs[1].PrefixKey.Changed; len(got) != 0 {
+		t.Errorf("growth reported as %v", got)
+	}
+	if got := reqs[2].PrefixKey.Changed; !slices.Equal(got, []string{harness.PrefixPartMessages}) {
+		t.Errorf("changed = %v, want [messages]", got)
+	}
+}
+
+// historyRewriter replaces the first message (as a summarizer would).
+type historyRewriter struct{ on *bool }
+
+func (h historyRewriter) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
+	if *h.on {
+		msgs := slices.Clone(req.Messages)
+		msgs[0] = harness.UserMessage("summary of earlier turns")
+		req.Messages = msgs
+	}
+	return nil
+}
+
+func TestPrefixKeyIsDeterministicAcrossAgents(t *testing.T) {
+	key := func() harness.PrefixKey {
+		p := ht.NewScriptedProvider(ht.Reply("x"))
+		a := newAgent(t, p, harness.WithTools(echoTool()), harness.WithSystemPrompt("s"))
+		a.Run(context.Background(), "q")
+		return p.Requests()[0].PrefixKey
+	}
+	if k1, k2 := key(), key(); k1.Key != k2.Key {
+		t.Errorf("keys differ: %s %s", k1.Key, k2.Key)
+	}
+}

@@ -1,0 +1,183 @@
+package harness_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/harnessx/harnessx/harness"
+	ht "github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+func TestSessionRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	ext := &lifecycleExt{name: "counter", log: &orderLog{}, state: 7}
+	p := ht.NewScriptedProvider(ht.CallTool("c1", "echo", `{"text":"a"}`), ht.Reply("first answer"))
+	a := newAgent(t, p, harness.WithTools(echoTool()), harness.WithExtensions(ext), harness.WithSessionID("sess-1"))
+	if _, err := a.Run(ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := a.SaveSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head map[string]any
+	if err := json.Unmarshal(data, &head); err != nil || head["version"] != float64(1) || head["session_id"] != "sess-1" {
+		t.Fatalf("saved = %s", data)
+	}
+
+	ext2 := &lifecycleExt{name: "counter", log: &orderLog{}}
+	p2 := ht.NewScriptedProvider(ht.Reply("second answer"))
+	b, err := harness.LoadSession(ctx, data, harness.WithProvider(p2), harness.WithTools(echoTool()), harness.WithExtensions(ext2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	if b.SessionID() != "sess-1" || ext2.state != 7 || !contains(ext2.log.list(), "counter.load") {
+		t.Fatalf("restored: id %q state %d log %v", b.SessionID(), ext2.state, ext2.log.list())
+	}
+	if len(b.Messages()) != 4 {
+		t.Fatalf("messages = %d", len(b.Messages()))
+	}
+	if _, err := b.Run(ctx, "and now?"); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(p2.Requests()[0].Messages); got != 5 {
+		t.Errorf("restored conversation continues: %d messages sent", got)
+	}
+}
+
+func TestSessionPendingApprovalsSurviveRestore(t *testing.T) {
+	ctx := context.Background()
+	deploy := echoTool()
+	deploy.Permission = harness.PermissionAsk
+	a := newAgent(t, ht.NewScriptedProvider(ht.CallTool("d1", "echo", `{"text":"prod"}`)), harness.WithTools(deploy))
+	res, _ := a.Run(ctx, "deploy")
+	if res.Status != harness.StatusPaused {
+		t.Fatal(res.Status)
+	}
+	data, err := a.SaveSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deploy2 := echoTool()
+	deploy2.Permission = harness.PermissionAsk
+	b, err := harness.LoadSession(ctx, data, harness.WithProvider(ht.NewScriptedProvider(ht.Reply("done"))), harness.WithTools(deploy2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	res, err = b.Resume(ctx, harness.Approve("d1"))
+	if err != nil || res.Text != "done" || res.Messages[2].Content[0].ToolResult.Content != "echo: prod" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// nanExt saves a state JSON cannot hold.
+type nanExt struct{}
+
+func (nanExt) Name() string                            { return "nan" }
+func (nanExt) Install(*harness.ExtensionContext) error { return nil }
+func (nanExt) OnSaveSession(context.Context, *harness.ExtensionContext) (any, error) {
+	return map[string]float64{"x": math.NaN()}, nil
+}
+
+func TestSaveRejectsNonJSONState(t *testing.T) {
+	a := newAgent(t, ht.NewScriptedProvider(), harness.WithExtensions(nanExt{}))
+	_, err := a.SaveSession(context.Background())
+	if !errors.Is(err, harness.ErrSession) || !strings.Contains(err.Error(), `"nan"`) || !strings.Contains(err.Error(), "NaN") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLoadSessionErrors(t *testing.T) {
+	ctx := context.Background()
+	ext := &lifecycleExt{name: "counter", log: &orderLog{}}
+	a := newAgent(t, ht.NewScriptedProvider(ht.Reply("x")), harness.WithExtensions(ext))
+	a.Run(ctx, "hi")
+	good, err := a.SaveSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		data string
+		exts []harness.Extension
+		want string
+	}{
+		{"truncated", string(good[:len(good)/2]), nil, "corrupt or truncated"},
+		{"not json", "garbage", nil, "corrupt or truncated"},
+		{"future version", strings.Replace(string(good), `"version":1`, `"version":99`, 1), nil, "newer"},
+		{"no version", `{"session_id":"x","messages":[]}`, nil, "no version"},
+		{"unknown field", strings.Replace(string(good), `"version":1`, `"version":1,"surprise":true`, 1), nil, "malformed"},
+		{"bad role", `{"version":1,"session_id":"x","messages":[{"role":"wizard","content":[]}]}`, nil, "unknown role"},
+		{"tool call without call", `{"version":1,"session_id":"x","messages":[{"role":"assistant","content":[{"type":"tool_call"}]}]}`, nil, "malformed"},
+		{"missing extension", string(good), nil, `"counter", which is not installed`},
+		{"extension rejects state", strings.Replace(string(good), `"count":0`, `"count":-5`, 1), []harness.Extension{&lifecycleExt{name: "counter", log: &orderLog{}}}, "invalid state"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := harness.LoadSession(ctx, []byte(c.data), harness.WithProvider(ht.NewScriptedProvider()), harness.WithExtensions(c.exts...))
+			if err == nil {
+				b.Close(ctx)
+				t.Fatal("loaded")
+			}
+			if !errors.Is(err, harness.ErrSession) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func FuzzLoadSession(f *testing.F) {
+	ctx := context.Background()
+	ext := &lifecycleExt{name: "counter", log: &orderLog{}}
+	deploy := echoTool()
+	deploy.Permission = harness.PermissionAsk
+	a, err := harness.New(harness.WithProvider(ht.NewScriptedProvider(ht.CallTool("c1", "echo", `{"text":"x"}`))), harness.WithTools(deploy), harness.WithExtensions(ext))
+	if err != nil {
+		f.Fatal(err)
+	}
+	a.Run(ctx, "hi")
+	seed, err := a.SaveSession(ctx)
+	if err != nil {
+		f.Fatal(err)
+	}
+	a.Close(ctx)
+	f.Add(seed)
+	f.Add([]byte(`{"version":1,"session_id":"s","messages":[]}`))
+	f.Add([]byte(`{"version":1,"session_id":"s","messages":[{"role":"tool","content":[{"type":"tool_result","tool_result":{"call_id":"c","name":"n","content":"x"}}]}]}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ext := &lifecycleExt{name: "counter", log: &orderLog{}}
+		b, err := harness.LoadSession(ctx, data, harness.WithProvider(ht.NewScriptedProvider(ht.Reply("ok"))), harness.WithTools(echoTool()), harness.WithExtensions(ext))
+		if err != nil {
+			if !errors.Is(err, harness.ErrSession) {
+				t.Fatalf("load error does not wrap ErrSession: %v", err)
+			}
+			return
+		}
+		defer b.Close(ctx)
+		// Round trip: what loads saves, and loads again to the same thing.
+		again, err := b.SaveSession(ctx)
+		if err != nil {
+			t.Fatalf("save after load: %v", err)
+		}
+		c, err := harness.LoadSession(ctx, again, harness.WithProvider(ht.NewScriptedProvider()), harness.WithTools(echoTool()), harness.WithExtensions(&lifecycleExt{name: "counter", log: &orderLog{}}))
+		if err != nil {
+			t.Fatalf("reload of a saved session: %v\n%s", err, again)
+		}
+		defer c.Close(ctx)
+		third, _ := c.SaveSession(ctx)
+		if string(third) != string(again) {
+			t.Fatalf("round trip differs:\n%s\n%s", again, third)
+		}
+		// A loaded session can run (or resume) without crashing.
+		if _, err := b.Run(ctx, "next"); err != nil && !errors.Is(err, harness.ErrPaused) {
+			_ = err // provider errors are fine; panics are not
+		}
+	})
+}
