@@ -1,0 +1,43 @@
+// Package exporters builds OpenTelemetry TracerProviders for harnessx:
+// the SDK and backend side of tracing, which the tracing extension leaves
+// to the application.
+//
+//   - [NewOTLP] sends OTLP/HTTP to Jaeger or an OpenTelemetry Collector
+//     (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME);
+//   - [NewLangSmith] sends OTLP/HTTP to LangSmith (LANGSMITH_API_KEY,
+//     LANGSMITH_PROJECT, LANGSMITH_ENDPOINT);
+//   - [NewFile] appends OTLP/JSON lines to a local file, the offline
+//     default (HARNESSX_TRACES_FILE, default .harnessx/traces.jsonl);
+//   - [NewStdout] prints spans;
+//   - [FromEnv] sends to every backend the environment names, several at
+//     once, and falls back to the file.
+//
+// Each returns a [*Provider]: a trace.TracerProvider to give to
+// tracing.WithTracerProvider, with [Provider.Shutdown] to flush at exit:
+//
+//	tp, err := exporters.FromEnv(ctx)
+//	if err != nil { ... }
+//	defer tp.Shutdown(context.WithoutCancel(ctx))
+//	agent, err := harness.New(..., harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+//
+// # A backend that is down
+//
+// Tracing must never slow an agent down. Every backend has a bounded queue
+// (default 2048 spans) drained in the background by the SDK's batch span
+// processor; ending a span only queues it. When a backend is unreachable
+// or slow, its exports fail or its queue fills, and the spans are counted
+// as failed or dropped — [Provider.Stats] reads the counts — and the first
+// loss of each backend is logged once through log/slog, not once per span.
+// [Provider.ForceFlush] and [Provider.Shutdown] return a [*LossError]
+// (wrapping [ErrSpansLost]) for losses they have not reported yet, so a
+// program can tell the user where its traces did not go.
+//
+// # The file format
+//
+// The file backend writes one OTLP ExportTraceServiceRequest per line in
+// OTLP/JSON, produced from the SDK's own OTLP protobuf conversion by
+// protojson (IDs in hex, enums as numbers, as OTLP/JSON requires). A line
+// is a valid body for POST /v1/traces with Content-Type application/json,
+// so a recorded file can be replayed into Jaeger or a collector later;
+// [ReadFile] and [DecodeLine] parse it back.
+package exporters

@@ -1,0 +1,101 @@
+package exporters
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// FromEnv returns a provider that sends spans to every backend the
+// environment (or the options) names, several at once:
+//
+//   - OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT or
+//     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, or [WithEndpointURL] is
+//     given (see [NewOTLP]);
+//   - LangSmith when LANGSMITH_API_KEY is set, or [WithAPIKey] is given
+//     (see [NewLangSmith]);
+//   - the JSON-lines file when HARNESSX_TRACES_FILE is set, or [WithFile]
+//     or [WithFileWriter] is given (see [NewFile]);
+//   - stdout when [WithStdoutWriter] is given.
+//
+// When none is named, spans go to the file .harnessx/traces.jsonl (the
+// offline default), so traces are never silently discarded.
+//
+// OTEL_TRACES_EXPORTER, when set, chooses instead: a comma-separated list
+// of "otlp", "langsmith", "file", "console" (or "stdout") and "none" (no
+// backend: spans are discarded). An unknown name is [ErrUnknownExporter].
+//
+// Shutting the provider down flushes every backend.
+func FromEnv(ctx context.Context, opts ...Option) (*Provider, error) {
+	c := newConfig(opts)
+	names, err := selectBackends(&c)
+	if err != nil {
+		return nil, err
+	}
+	var specs []backendSpec
+	for _, name := range names {
+		var spec backendSpec
+		switch name {
+		case "otlp":
+			spec, err = otlpBackend(ctx, &c)
+		case "langsmith":
+			spec, err = langSmithBackend(ctx, &c)
+		case "file":
+			spec, err = fileBackend(ctx, &c)
+		case "stdout":
+			spec, err = stdoutBackend(&c)
+		}
+		if err != nil {
+			for _, s := range specs {
+				_ = s.exporter.Shutdown(ctx)
+			}
+			return nil, err
+		}
+		specs = append(specs, spec)
+	}
+	return newProvider(ctx, &c, specs)
+}
+
+// selectBackends returns the backends FromEnv builds, in a fixed order.
+func selectBackends(c *config) ([]string, error) {
+	if v := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); v != "" {
+		var names []string
+		for _, n := range strings.Split(v, ",") {
+			n = strings.ToLower(strings.TrimSpace(n))
+			switch n {
+			case "":
+				continue
+			case "none":
+				continue
+			case "console":
+				n = "stdout"
+			case "otlp", "langsmith", "file", "stdout":
+			default:
+				return nil, fmt.Errorf("%w: %q in OTEL_TRACES_EXPORTER (want otlp, langsmith, file, console or none)", ErrUnknownExporter, n)
+			}
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		return names, nil
+	}
+	var names []string
+	if c.endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		names = append(names, "otlp")
+	}
+	if c.lsAPIKey != "" || strings.TrimSpace(os.Getenv("LANGSMITH_API_KEY")) != "" {
+		names = append(names, "langsmith")
+	}
+	if c.filePath != "" || c.fileWriter != nil || strings.TrimSpace(os.Getenv("HARNESSX_TRACES_FILE")) != "" {
+		names = append(names, "file")
+	}
+	if c.stdoutWriter != nil {
+		names = append(names, "stdout")
+	}
+	if len(names) == 0 {
+		names = append(names, "file")
+	}
+	return names, nil
+}

@@ -1,0 +1,189 @@
+package exporters_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/harnessx/harnessx/exporters"
+)
+
+func TestFromEnvSelects(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    []exporters.Backend // "{DIR}" in a target is the working directory
+		wantErr error
+	}{
+		{
+			name: "nothing named: the default file",
+			want: []exporters.Backend{{Name: "file", Target: "{DIR}/.harnessx/traces.jsonl"}},
+		},
+		{
+			name: "OTLP base endpoint",
+			env:  map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318/"},
+			want: []exporters.Backend{{Name: "otlp", Target: "http://127.0.0.1:4318/v1/traces"}},
+		},
+		{
+			name: "OTLP traces endpoint wins and is used as is",
+			env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+				"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:9999/custom"},
+			want: []exporters.Backend{{Name: "otlp", Target: "http://127.0.0.1:9999/custom"}},
+		},
+		{
+			name: "OTLP, LangSmith and a file at once",
+			env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318",
+				"LANGSMITH_API_KEY": "k", "HARNESSX_TRACES_FILE": "out/t.jsonl"},
+			want: []exporters.Backend{
+				{Name: "otlp", Target: "http://127.0.0.1:4318/v1/traces"},
+				{Name: "langsmith", Target: "https://api.smith.langchain.com/otel/v1/traces"},
+				{Name: "file", Target: "{DIR}/out/t.jsonl"},
+			},
+		},
+		{
+			name: "LangSmith endpoint",
+			env:  map[string]string{"LANGSMITH_API_KEY": "k", "LANGSMITH_ENDPOINT": "https://eu.api.smith.langchain.com"},
+			want: []exporters.Backend{{Name: "langsmith", Target: "https://eu.api.smith.langchain.com/otel/v1/traces"}},
+		},
+		{
+			name: "OTEL_TRACES_EXPORTER chooses",
+			env:  map[string]string{"OTEL_TRACES_EXPORTER": " console , file,console", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+			want: []exporters.Backend{{Name: "stdout", Target: "stdout"}, {Name: "file", Target: "{DIR}/.harnessx/traces.jsonl"}},
+		},
+		{
+			name: "OTEL_TRACES_EXPORTER none",
+			env:  map[string]string{"OTEL_TRACES_EXPORTER": "none"},
+			want: []exporters.Backend{},
+		},
+		{
+			name:    "OTEL_TRACES_EXPORTER unknown",
+			env:     map[string]string{"OTEL_TRACES_EXPORTER": "otlp,zipkin"},
+			wantErr: exporters.ErrUnknownExporter,
+		},
+		{
+			name:    "langsmith named without a key",
+			env:     map[string]string{"OTEL_TRACES_EXPORTER": "langsmith"},
+			wantErr: exporters.ErrNoAPIKey,
+		},
+		{
+			name:    "bad endpoint",
+			env:     map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "localhost:4318"},
+			wantErr: exporters.ErrInvalidEndpoint,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			dir := t.TempDir()
+			t.Chdir(dir)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			ctx := context.Background()
+			tp, err := exporters.FromEnv(ctx)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tp.Shutdown(ctx)
+			wd, _ := os.Getwd() // the temporary directory, symlinks resolved as Abs sees them
+			got := tp.Backends()
+			if len(got) != len(tt.want) {
+				t.Fatalf("backends %+v, want %+v", got, tt.want)
+			}
+			for i, w := range tt.want {
+				if w.Name == "file" {
+					w.Target = filepath.Join(wd, w.Target[len("{DIR}/"):])
+				}
+				if got[i] != w {
+					t.Errorf("backend %d = %+v, want %+v", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestFromEnvFansOut sends one run to an OTLP receiver and a file at
+// once, named by the environment, and checks both got every span.
+func TestFromEnvFansOut(t *testing.T) {
+	clearEnv(t)
+	recv := newOTLPReceiver(t)
+	path := filepath.Join(t.TempDir(), "traces.jsonl")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.srv.URL)
+	t.Setenv("HARNESSX_TRACES_FILE", path)
+	t.Setenv("OTEL_SERVICE_NAME", "fan-out")
+	var stdout bytes.Buffer
+	ctx := context.Background()
+	tp, err := exporters.FromEnv(ctx, exporters.WithStdoutWriter(&stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tp.Backends()); n != 3 {
+		t.Fatalf("backends %+v, want otlp, file and stdout", tp.Backends())
+	}
+	run(t, newTracedAgent(t, tp))
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	paths, _, reqs, errs := recv.snapshot()
+	if len(errs) > 0 || len(paths) == 0 || paths[0] != "/v1/traces" {
+		t.Fatalf("receiver: paths %v, errors %v", paths, errs)
+	}
+	fromFile, err := exporters.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, spans := range map[string]int{"otlp": len(allSpans(reqs...)), "file": len(allSpans(fromFile...)),
+		"stdout": bytes.Count(stdout.Bytes(), []byte(`"SpanContext"`))} {
+		if spans != spansPerRun {
+			t.Errorf("%s got %d spans, want %d", name, spans, spansPerRun)
+		}
+	}
+	for _, r := range append(reqs, fromFile...) {
+		for _, kv := range r.GetResourceSpans()[0].GetResource().GetAttributes() {
+			if kv.GetKey() == "service.name" && kv.GetValue().GetStringValue() != "fan-out" {
+				t.Errorf("service.name %q, want OTEL_SERVICE_NAME's fan-out", kv.GetValue().GetStringValue())
+			}
+		}
+	}
+	st := tp.Stats()
+	if len(st.Backends) != 3 || st.Exported != 3*spansPerRun || st.Lost() != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestServiceNameOptionWins(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_SERVICE_NAME", "from-env")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test")
+	var buf bytes.Buffer
+	ctx := context.Background()
+	tp, err := exporters.NewFile(ctx, exporters.WithFileWriter(&buf), exporters.WithServiceName("from-option"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tp.Tracer("t").Start(ctx, "s")
+	span.End()
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req, err := exporters.DecodeLine(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range req.GetResourceSpans()[0].GetResource().GetAttributes() {
+		got[kv.GetKey()] = kv.GetValue().GetStringValue()
+	}
+	if got["service.name"] != "from-option" || got["deployment.environment"] != "test" {
+		t.Errorf("resource %v: want service.name from the option and OTEL_RESOURCE_ATTRIBUTES kept", got)
+	}
+}
