@@ -1,0 +1,271 @@
+package flight
+
+import (
+	"encoding/hex"
+
+	"encoding/json"
+	"errors"
+	"github.com/harnessx/harnessx/harness"
+	"go.opentelemetry.io/otel/trace"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind names what an [Event] records.
+type Kind string
+
+// The kinds of recorded events.
+const (
+	KindRunStart       Kind = "run_start"       // a run began: Text is the user message
+	KindRunEnd         Kind = "run_end"         // a run ended: Status, usage, Error
+	KindModelRequest   Kind = "model_request"   // a model request was sent
+	KindModelResponse  Kind = "model_response"  // the provider answered (or failed: Error)
+	KindToolCall       Kind = "tool_call"       // a tool call entered the pipeline: Text is its input
+	KindToolResult     Kind = "tool_result"     // a tool call ended: Status, Duration, Text is a preview
+	KindApproval       Kind = "approval"        // a tool call waits for approval
+	KindError          Kind = "error"           // an error ended a run or a step
+	KindHookFailed     Kind = "hook_failed"     // a hook returned an error or panicked
+	KindExtensionError Kind = "extension_error" // an extension failed (a *harness.ExtensionError)
+	KindIncident       Kind = "incident"        // an incident bundle was written: Path, Reason
+)
+
+// Event is one recorded fact. It is also the JSON line of the journal and
+// of a bundle's events.jsonl. Fields an event does not use are empty.
+type Event struct {
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Kind      Kind      `json:"kind"`
+	Agent     string    `json:"agent,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
+	RunID     string    `json:"run_id,omitempty"`
+	Step      int       `json:"step,omitempty"`
+	TraceID   string    `json:"trace_id,omitempty"`
+	SpanID    string    `json:"span_id,omitempty"`
+
+	// Status is the run status (run_end) or the tool status (tool_result).
+	Status string `json:"status,omitempty"`
+	// Duration is what the model request or tool call took.
+	Duration time.Duration `json:"duration_ns,omitempty"`
+
+	Model      string `json:"model,omitempty"`
+	Provider   string `json:"provider,omitempty"`
+	ResponseID string `json:"response_id,omitempty"`
+	StopReason string `json:"stop_reason,omitempty"`
+	// Messages is the number of messages a model request sent.
+	Messages int `json:"messages,omitempty"`
+	// Prefix is the request's prompt-cache prefix key (hex).
+	Prefix string `json:"prefix,omitempty"`
+
+	InputTokens         int64 `json:"input_tokens,omitempty"`
+	OutputTokens        int64 `json:"output_tokens,omitempty"`
+	CacheReadTokens     int64 `json:"cache_read_tokens,omitempty"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens,omitempty"`
+	ReasoningTokens     int64 `json:"reasoning_tokens,omitempty"`
+
+	Tool   string `json:"tool,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+
+	// Text is the event's text, redacted and cut to the preview size: the
+	// user message, the final text, a tool's input or result, an approval
+	// reason.
+	Text string `json:"text,omitempty"`
+	// Size is the size in bytes of the whole text before it was cut.
+	Size int `json:"size,omitempty"`
+	// Truncated says that Text is a prefix of the text.
+	Truncated bool `json:"truncated,omitempty"`
+
+	Error     string `json:"error,omitempty"`
+	ErrorType string `json:"error_type,omitempty"`
+	// Extension names the failed extension (extension_error).
+	Extension string `json:"extension,omitempty"`
+	// Op is the failed extension operation (extension_error).
+	Op string `json:"op,omitempty"`
+	// FailedEvent names the event whose hook failed (hook_failed).
+	FailedEvent string `json:"failed_event,omitempty"`
+
+	// Reason and Path describe an incident bundle (incident).
+	Reason string `json:"reason,omitempty"`
+	Path   string `json:"path,omitempty"`
+
+	// The recorder's hot path keeps IDs raw and encodes them directly.
+	sc        trace.SpanContext
+	prefix    harness.Hash
+	hasPrefix bool
+}
+
+// IsFailure reports whether e records a failure: an error, a failed or
+// cancelled run, a failing hook or extension, a model error, or a tool
+// result other than ok or pending.
+func (e *Event) IsFailure() bool {
+	switch e.Kind {
+	case KindError, KindHookFailed, KindExtensionError:
+		return true
+	case KindRunEnd:
+		return e.Status == "failed" || e.Status == "cancelled"
+	case KindModelResponse:
+		return e.Error != ""
+	case KindToolResult:
+		return e.Status != "" && e.Status != "ok" && e.Status != "pending_approval"
+	}
+	return false
+}
+
+// appendEvent appends e's JSON line (with the newline) to dst, passing
+// every text field through red. It writes the same keys as encoding/json
+// with the struct tags of Event, and does not allocate when dst has room
+// and nothing is redacted.
+func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, e.Seq, 10)
+	dst = append(dst, `,"time":"`...)
+	dst = e.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `","kind":`...)
+	dst = appendString(dst, string(e.Kind))
+	dst = appendStr(dst, `,"agent":`, e.Agent, nil)
+	dst = appendStr(dst, `,"session_id":`, e.SessionID, nil)
+	dst = appendStr(dst, `,"run_id":`, e.RunID, nil)
+	dst = appendInt(dst, `,"step":`, int64(e.Step))
+	if e.TraceID == "" && e.sc.IsValid() {
+		tid, sid := e.sc.TraceID(), e.sc.SpanID()
+		dst = append(dst, `,"trace_id":"`...)
+		dst = hex.AppendEncode(dst, tid[:])
+		dst = append(dst, `","span_id":"`...)
+		dst = hex.AppendEncode(dst, sid[:])
+		dst = append(dst, '"')
+	} else {
+		dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)
+		dst = appendStr(dst, `,"span_id":`, e.SpanID, nil)
+	}
+	dst = appendStr(dst, `,"status":`, e.Status, nil)
+	dst = appendInt(dst, `,"duration_ns":`, int64(e.Duration))
+	dst = appendStr(dst, `,"model":`, e.Model, red)
+	dst = appendStr(dst, `,"provider":`, e.Provider, red)
+	dst = appendStr(dst, `,"response_id":`, e.ResponseID, red)
+	dst = appendStr(dst, `,"stop_reason":`, e.StopReason, red)
+	dst = appendInt(dst, `,"messages":`, int64(e.Messages))
+	if e.Prefix == "" && e.hasPrefix {
+		dst = append(dst, `,"prefix":"`...)
+		dst = hex.AppendEncode(dst, e.prefix[:])
+		dst = append(dst, '"')
+	} else {
+		dst = appendStr(dst, `,"prefix":`, e.Prefix, nil)
+	}
+	dst = appendInt(dst, `,"input_tokens":`, e.InputTokens)
+	dst = appendInt(dst, `,"output_tokens":`, e.OutputTokens)
+	dst = appendInt(dst, `,"cache_read_tokens":`, e.CacheReadTokens)
+	dst = appendInt(dst, `,"cache_creation_tokens":`, e.CacheCreationTokens)
+	dst = appendInt(dst, `,"reasoning_tokens":`, e.ReasoningTokens)
+	dst = appendStr(dst, `,"tool":`, e.Tool, red)
+	dst = appendStr(dst, `,"call_id":`, e.CallID, red)
+	dst = appendStr(dst, `,"text":`, e.Text, red)
+	dst = appendInt(dst, `,"size":`, int64(e.Size))
+	if e.Truncated {
+		dst = append(dst, `,"truncated":true`...)
+	}
+	dst = appendStr(dst, `,"error":`, e.Error, red)
+	dst = appendStr(dst, `,"error_type":`, e.ErrorType, nil)
+	dst = appendStr(dst, `,"extension":`, e.Extension, red)
+	dst = appendStr(dst, `,"op":`, e.Op, nil)
+	dst = appendStr(dst, `,"failed_event":`, e.FailedEvent, nil)
+	dst = appendStr(dst, `,"reason":`, e.Reason, red)
+	dst = appendStr(dst, `,"path":`, e.Path, red)
+	return append(dst, "}\n"...)
+}
+
+func appendStr(dst []byte, key, s string, red *Redactor) []byte {
+	if s == "" {
+		return dst
+	}
+	if red != nil {
+		s = red.String(s)
+	}
+	dst = append(dst, key...)
+	return appendString(dst, s)
+}
+
+func appendInt(dst []byte, key string, n int64) []byte {
+	if n == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	return strconv.AppendInt(dst, n, 10)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
+// as encoding/json does; <, > and & are not escaped.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// ParseEvent decodes one journal or events.jsonl line.
+func ParseEvent(line []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(line, &e); err != nil {
+		return e, err
+	}
+	if e.Kind == "" {
+		return e, errNoKind
+	}
+	return e, nil
+}
+
+var errNoKind = errors.New("flight: event has no kind")
+
+// cutText returns s cut to at most n bytes on a rune boundary, and
+// whether it was cut.
+func cutText(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}

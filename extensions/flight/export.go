@@ -1,0 +1,122 @@
+package flight
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ExportOptions selects what [ExportJournal] puts in a bundle.
+type ExportOptions struct {
+	// RunID keeps only the events of one run (and the spans of their
+	// traces); empty keeps everything.
+	RunID string
+	// IncludeArtifacts includes the artifacts listed in the recording's
+	// artifact index that still exist unchanged.
+	IncludeArtifacts bool
+	// Reason goes into the manifest; default "export".
+	Reason string
+	// Redactor redacts again what is written; default the built-in rules.
+	Redactor *Redactor
+	// Progress, if set, is called with the bytes of each journal segment
+	// read.
+	Progress func(n int64)
+	// Now is the manifest's creation time; default time.Now().
+	Now time.Time
+}
+
+// ErrNoEvents is returned by ExportJournal when the journal holds no event
+// to export (none at all, or none of the run asked for).
+var ErrNoEvents = errors.New("flight: no events to export")
+
+// ReadRecordingInfo reads recording.json of the recording directory dir.
+func ReadRecordingInfo(dir string) (*RecordingInfo, error) {
+	data, err := os.ReadFile(filepath.Join(dir, RecordingInfoName))
+	if err != nil {
+		return nil, fmt.Errorf("flight: %w", err)
+	}
+	var info RecordingInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("flight: %s: %w", RecordingInfoName, err)
+	}
+	return &info, nil
+}
+
+// ExportJournal builds a bundle from the recording in dir (one session's
+// subdirectory) and writes it to w: the journal's events, the latest span
+// and session snapshots kept beside it, and, when asked, the indexed
+// artifacts. It works on the journal of a process that crashed: a torn
+// last line is skipped and counted in the manifest. It honours ctx between
+// segments.
+func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOptions) (*Manifest, error) {
+	if opts.Reason == "" {
+		opts.Reason = "export"
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	bw := NewBundleWriter(w, opts.Redactor)
+	var agent, session string
+	if info, err := ReadRecordingInfo(dir); err == nil {
+		agent, session = info.Agent, info.SessionID
+	}
+	st, err := ReadJournal(dir, func(_ []byte, e *Event) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if opts.RunID == "" || e.RunID == opts.RunID {
+			bw.AddEvent(e)
+		}
+		return nil
+	}, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	if bw.m.Events == 0 {
+		if opts.RunID != "" {
+			return nil, fmt.Errorf("%w: run %q is not in %s", ErrNoEvents, opts.RunID, dir)
+		}
+		return nil, fmt.Errorf("%w: %s", ErrNoEvents, dir)
+	}
+	bw.SetInfo(opts.Reason, agent, session, 0)
+	bw.SetJournalStats(st)
+	if data, err := os.ReadFile(filepath.Join(dir, SpansSnapshot)); err == nil {
+		req, err := UnmarshalSpans(data)
+		if err != nil {
+			return nil, fmt.Errorf("flight: %s: %w", SpansSnapshot, err)
+		}
+		if opts.RunID != "" {
+			ids := bw.TraceIDs()
+			FilterSpans(req, func(id string) bool { return ids[id] })
+		}
+		if err := bw.SetSpans(req); err != nil {
+			return nil, err
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, SessionSnapshot)); err == nil {
+		if err := bw.SetSession(data); err != nil {
+			return nil, err
+		}
+	}
+	if opts.IncludeArtifacts {
+		data, err := os.ReadFile(filepath.Join(dir, ArtifactsIndexName))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("flight: %w", err)
+		}
+		var arts []IndexedArtifact
+		if len(data) > 0 {
+			if err := json.Unmarshal(data, &arts); err != nil {
+				return nil, fmt.Errorf("flight: %s: %w", ArtifactsIndexName, err)
+			}
+		}
+		for _, a := range arts {
+			bw.AddArtifact(a.Extension+"/"+a.Name, a.Path, a.SHA256)
+		}
+	}
+	return bw.Close(opts.Now)
+}

@@ -1,0 +1,826 @@
+package flight
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/harnessx/harnessx/harness"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Name is the extension's name.
+const Name = "flight"
+
+// Priority is the extension's install priority: it installs before the
+// default (100) so that its run interceptor is outermost and an incident
+// bundle written at the end of a run holds the run's complete span tree.
+const Priority = 10
+
+// Files of a recording directory besides the journal segments.
+const (
+	RecordingInfoName  = "recording.json" // RecordingInfo
+	SessionSnapshot    = "session.json"   // latest Agent.SaveSession, redacted
+	SpansSnapshot      = "spans.json"     // latest buffered spans, OTLP JSON, redacted
+	ArtifactsIndexName = "artifacts.json" // []IndexedArtifact
+	IncidentsDir       = "incidents"      // incident bundles
+)
+
+// RecordingInfo is the content of recording.json.
+type RecordingInfo struct {
+	Format    string    `json:"format"`
+	Version   int       `json:"version"`
+	Agent     string    `json:"agent"`
+	SessionID string    `json:"session_id"`
+	Created   time.Time `json:"created"`
+	PID       int       `json:"pid"`
+}
+
+// IndexedArtifact is an entry of artifacts.json: an artifact of one of the
+// agent's extensions.
+type IndexedArtifact struct {
+	Extension string `json:"extension"`
+	harness.Artifact
+}
+
+// Extension is the flight recorder: a harness extension that records
+// every lifecycle event into a bounded in-memory ring and an on-disk
+// journal, and exports incident bundles on triggers. Build it with [New]
+// and install it with harness.WithExtensions; use a fresh one for each
+// agent. Its methods are safe for concurrent use.
+type Extension struct {
+	cfg   config
+	red   *Redactor
+	spans *SpanProcessor
+
+	mu       sync.Mutex // guards the fields below
+	ring     [][]byte
+	ringNext int
+	ringFull bool
+	evicted  uint64
+	scratch  []byte
+	seq      uint64
+	journal  *Journal
+	openErr  error
+	closed   bool
+	traces   map[trace.TraceID]struct{} // trace IDs seen, bounded
+
+	ec        *harness.ExtensionContext
+	agentName string
+	sessionID string
+	dir       string // the recording directory
+
+	sessionDirty   atomic.Bool
+	spansDirty     atomic.Bool
+	artifactsDirty atomic.Bool
+	forceSnap      atomic.Bool
+	lastSnap       time.Time // writer goroutine only
+
+	incMu     sync.Mutex
+	incidents []string
+}
+
+var (
+	_ harness.Extension      = (*Extension)(nil)
+	_ harness.Prioritizer    = (*Extension)(nil)
+	_ harness.TurnCompleter  = (*Extension)(nil)
+	_ harness.TearDowner     = (*Extension)(nil)
+	_ harness.RunInterceptor = (*runInterceptor)(nil)
+)
+
+// New returns a flight recorder.
+func New(opts ...Option) *Extension {
+	c := config{
+		ringSize:      4096,
+		previewBytes:  1024,
+		spanCapacity:  2048,
+		snapshotEvery: time.Second,
+		triggers:      map[Trigger]bool{TriggerRunFailure: true, TriggerToolPanic: true, TriggerCancellation: true},
+		now:           time.Now,
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.dir == "" {
+		c.dir = DefaultDir()
+	}
+	c.ringSize = max(c.ringSize, 16)
+	c.previewBytes = max(c.previewBytes, 64)
+	x := &Extension{
+		cfg:     c,
+		red:     NewRedactor(c.rules, c.redactFuncs...),
+		spans:   NewSpanProcessor(c.spanCapacity),
+		ring:    make([][]byte, c.ringSize),
+		scratch: make([]byte, 0, 4096),
+		traces:  map[trace.TraceID]struct{}{},
+	}
+	for i := range x.ring {
+		x.ring[i] = make([]byte, 0, 512)
+	}
+	x.spans.setNotify(x.spanEnded)
+	return x
+}
+
+// Name returns "flight".
+func (x *Extension) Name() string { return Name }
+
+// Priority returns [Priority].
+func (x *Extension) Priority() int { return Priority }
+
+// SpanProcessor returns the processor that keeps the recent ended spans
+// for bundles. Register it on the application's TracerProvider.
+func (x *Extension) SpanProcessor() *SpanProcessor { return x.spans }
+
+// Redactor returns the redactor applied to everything the recorder writes.
+func (x *Extension) Redactor() *Redactor { return x.red }
+
+// Dir returns the recording directory (set at Install).
+func (x *Extension) Dir() string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.dir
+}
+
+// Incidents returns the paths of the bundles exported so far, oldest first.
+func (x *Extension) Incidents() []string {
+	x.incMu.Lock()
+	defer x.incMu.Unlock()
+	return append([]string(nil), x.incidents...)
+}
+
+// Install subscribes the recorder to every hook event and adds its run
+// interceptor. It opens no file: the journal opens with the first event.
+func (x *Extension) Install(ec *harness.ExtensionContext) error {
+	x.mu.Lock()
+	if x.ec != nil {
+		x.mu.Unlock()
+		return errors.New("flight: extension already installed; use a fresh one for each agent")
+	}
+	x.ec = ec
+	x.agentName = ec.Agent().Name()
+	x.sessionID = ec.SessionID()
+	x.dir = filepath.Join(x.cfg.dir, dirName(x.sessionID))
+	x.mu.Unlock()
+	for _, ev := range harness.AllHookEvents() {
+		if _, err := ec.OnHook(ev, x.hook); err != nil {
+			return err
+		}
+	}
+	_, err := ec.AddMiddleware(&runInterceptor{x})
+	return err
+}
+
+// dirName turns a session ID into a safe directory name.
+func dirName(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if s == "" || s == "." || s == ".." || strings.HasPrefix(s, ".") {
+		s = "session" + s
+	}
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	return s
+}
+
+// OnTurnComplete keeps the latest session snapshot in the recording, so
+// that an export after a crash has one.
+func (x *Extension) OnTurnComplete(ctx context.Context, ec *harness.ExtensionContext, _ *harness.RunResult) {
+	x.snapshotSession(ctx)
+}
+
+// Teardown flushes the journal, writes the final span snapshot and stops
+// the writer goroutine. It is safe to call twice; ctx bounds the wait.
+func (x *Extension) Teardown(ctx context.Context) error {
+	x.mu.Lock()
+	x.closed = true
+	j := x.journal
+	x.mu.Unlock()
+	if j == nil {
+		return nil
+	}
+	x.forceSnap.Store(true)
+	return j.Close(ctx)
+}
+
+// Flush writes the journal's pending events now. It honours ctx.
+func (x *Extension) Flush(ctx context.Context) error {
+	x.mu.Lock()
+	j := x.journal
+	x.mu.Unlock()
+	if j == nil {
+		return nil
+	}
+	return j.Flush(ctx)
+}
+
+// Stats reports the recorder's counters.
+type Stats struct {
+	Events  uint64 // events recorded
+	Evicted uint64 // events pushed out of the full ring
+	Dropped uint64 // events the journal could not take
+}
+
+// Stats returns the recorder's counters.
+func (x *Extension) Stats() Stats {
+	x.mu.Lock()
+	s := Stats{Events: x.seq, Evicted: x.evicted}
+	j := x.journal
+	x.mu.Unlock()
+	if j != nil {
+		s.Dropped = j.Dropped()
+	}
+	return s
+}
+
+// hook records one lifecycle event. It never fails the run.
+func (x *Extension) hook(ctx context.Context, ev *harness.Event) error {
+	var e Event
+	e.Time = ev.Time
+	e.Agent, e.SessionID, e.RunID, e.Step = ev.Agent, ev.SessionID, ev.RunID, ev.Step
+	e.sc = trace.SpanContextFromContext(ctx)
+	switch ev.Type {
+	case harness.EventRunStart:
+		e.Kind = KindRunStart
+		x.setText(&e, ev.Input)
+		x.sessionDirty.Store(true)
+	case harness.EventRunEnd:
+		e.Kind = KindRunEnd
+		if r := ev.Result; r != nil {
+			e.Status = string(r.Status)
+			setUsage(&e, r.Usage)
+			x.setText(&e, r.Text)
+		}
+		x.setErr(&e, ev.Err)
+		x.record(&e)
+		x.recordExtensionError(ev, ev.Err)
+		return nil
+	case harness.EventModelRequestStart:
+		e.Kind = KindModelRequest
+		if r := ev.Request; r != nil {
+			e.Model, e.Messages = r.Model, len(r.Messages)
+			if !r.PrefixKey.Key.IsZero() {
+				e.prefix, e.hasPrefix = r.PrefixKey.Key, true
+			}
+		}
+	case harness.EventModelRequestEnd:
+		e.Kind = KindModelResponse
+		e.Duration = ev.Duration
+		if r := ev.Request; r != nil {
+			e.Model = r.Model
+		}
+		if r := ev.Response; r != nil {
+			if r.Model != "" {
+				e.Model = r.Model
+			}
+			e.Provider, e.ResponseID, e.StopReason = r.Provider, r.ID, string(r.StopReason)
+			setUsage(&e, r.Usage)
+		}
+		x.setErr(&e, ev.Err)
+		x.sessionDirty.Store(true)
+	case harness.EventToolCallStart:
+		e.Kind = KindToolCall
+		if c := ev.ToolCall; c != nil {
+			e.Tool, e.CallID = c.Name, c.ID
+			x.setText(&e, bytesView(c.Input))
+		}
+	case harness.EventToolCallEnd:
+		e.Kind = KindToolResult
+		e.Duration = ev.Duration
+		if c := ev.ToolCall; c != nil {
+			e.Tool, e.CallID = c.Name, c.ID
+		}
+		r := ev.ToolResult
+		if r != nil {
+			e.Status = string(r.Status)
+			x.setText(&e, r.Content)
+		}
+		x.sessionDirty.Store(true)
+		x.artifactsDirty.Store(x.cfg.includeArtifacts)
+		x.record(&e)
+		return nil
+	case harness.EventApprovalRequested:
+		e.Kind = KindApproval
+		if c := ev.ToolCall; c != nil {
+			e.Tool, e.CallID = c.Name, c.ID
+		}
+		if a := ev.Approval; a != nil {
+			x.setText(&e, a.Reason)
+		}
+	case harness.EventError:
+		e.Kind = KindError
+		x.setErr(&e, ev.Err)
+		x.record(&e)
+		x.recordExtensionError(ev, ev.Err)
+		return nil
+	case harness.EventHookFailed:
+		e.Kind = KindHookFailed
+		e.FailedEvent = ev.FailedEvent.String()
+		x.setErr(&e, ev.Err)
+	default:
+		return nil
+	}
+	x.record(&e)
+	return nil
+}
+
+// recordExtensionError records an extension failure found in err, once
+// per run: at the error event, or at run end when no error event came.
+func (x *Extension) recordExtensionError(ev *harness.Event, err error) {
+	var xe *harness.ExtensionError
+	if err == nil || !errors.As(err, &xe) {
+		return
+	}
+	if ev.Type == harness.EventRunEnd && x.sawExtensionError(ev.RunID) {
+		return
+	}
+	e := Event{Kind: KindExtensionError, Time: ev.Time, Agent: ev.Agent, SessionID: ev.SessionID, RunID: ev.RunID, Step: ev.Step,
+		Extension: xe.Extension, Op: xe.Op}
+	x.setErr(&e, xe.Err)
+	x.record(&e)
+}
+
+// sawExtensionError reports whether the ring holds an extension_error
+// event of runID.
+func (x *Extension) sawExtensionError(runID string) bool {
+	found := false
+	x.eachRing(func(line []byte) bool {
+		if strings.Contains(string(line), `"kind":"extension_error"`) && strings.Contains(string(line), runID) {
+			found = true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+func setUsage(e *Event, u harness.Usage) {
+	e.InputTokens, e.OutputTokens = u.InputTokens, u.OutputTokens
+	e.CacheReadTokens, e.CacheCreationTokens, e.ReasoningTokens = u.CacheReadInputTokens, u.CacheCreationInputTokens, u.ReasoningTokens
+}
+
+func (x *Extension) setErr(e *Event, err error) {
+	if err == nil {
+		return
+	}
+	e.Error = err.Error()
+	e.ErrorType = fmt.Sprintf("%T", err)
+}
+
+// setText keeps a preview of s. A cut preview also loses its last partial
+// word, so that no fragment of a secret cut in two survives redaction.
+func (x *Extension) setText(e *Event, s string) {
+	e.Size = len(s)
+	t, cut := cutText(s, x.cfg.previewBytes)
+	if cut {
+		i := len(t)
+		for i > 0 && len(t)-i < 128 && isWordByte(t[i-1]) {
+			i--
+		}
+		t = t[:i]
+	}
+	e.Text, e.Truncated = t, cut
+	if !cut {
+		e.Size = 0
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c >= 0x80 || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		strings.IndexByte("-_+/=.~", c) >= 0
+}
+
+// bytesView returns b as a string without copying. The string must not be
+// kept after b changes; the recorder copies it into its buffers at once.
+func bytesView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// record encodes e (redacted) into the ring and the journal.
+func (x *Extension) record(e *Event) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return
+	}
+	if x.journal == nil && x.openErr == nil {
+		x.openLocked()
+	}
+	x.seq++
+	e.Seq = x.seq
+	if e.sc.IsValid() && len(x.traces) < 4096 {
+		x.traces[e.sc.TraceID()] = struct{}{}
+	}
+	x.scratch = appendEvent(x.scratch[:0], e, x.red)
+	if x.ringFull {
+		x.evicted++
+	}
+	x.ring[x.ringNext] = append(x.ring[x.ringNext][:0], x.scratch...)
+	x.ringNext++
+	if x.ringNext == len(x.ring) {
+		x.ringNext = 0
+		x.ringFull = true
+	}
+	if x.journal != nil {
+		x.journal.Append(x.scratch)
+	}
+}
+
+// openLocked creates the recording directory and opens the journal.
+func (x *Extension) openLocked() {
+	info := RecordingInfo{Format: "harnessx-flight-recording", Version: 1, Agent: x.agentName, SessionID: x.sessionID,
+		Created: x.cfg.now().UTC(), PID: os.Getpid()}
+	if err := os.MkdirAll(x.dir, 0o755); err != nil {
+		x.fail(err)
+		return
+	}
+	p := filepath.Join(x.dir, RecordingInfoName)
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		data, _ := json.MarshalIndent(info, "", "  ")
+		if err := writeFileAtomic(p, data); err != nil {
+			x.fail(err)
+			return
+		}
+	}
+	opts := x.cfg.journal
+	opts.AfterWrite = x.afterWrite
+	j, err := OpenJournal(x.dir, opts)
+	if err != nil {
+		x.fail(err)
+		return
+	}
+	x.journal = j
+}
+
+func (x *Extension) fail(err error) {
+	x.openErr = err
+	if x.ec != nil {
+		x.ec.Logger().Error("flight: cannot open the journal; recording in memory only", "dir", x.dir, "err", err)
+	}
+}
+
+// eachRing calls fn with each line of the ring, oldest first, until fn
+// returns false. The caller must not hold x.mu.
+func (x *Extension) eachRing(fn func(line []byte) bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ringFull {
+		for _, l := range x.ring[x.ringNext:] {
+			if !fn(l) {
+				return
+			}
+		}
+	}
+	for _, l := range x.ring[:x.ringNext] {
+		if !fn(l) {
+			return
+		}
+	}
+}
+
+// Events returns the events in the ring, oldest first.
+func (x *Extension) Events() []Event {
+	var out []Event
+	x.eachRing(func(line []byte) bool {
+		if e, err := ParseEvent(line); err == nil {
+			out = append(out, e)
+		}
+		return true
+	})
+	return out
+}
+
+func (x *Extension) spanEnded() {
+	x.spansDirty.Store(true)
+	x.mu.Lock()
+	j := x.journal
+	x.mu.Unlock()
+	if j != nil {
+		j.Kick()
+	}
+}
+
+// afterWrite runs on the journal's writer goroutine: it refreshes the
+// session, span and artifact snapshots when they changed, at most once per
+// snapshot interval (always at close).
+func (x *Extension) afterWrite() {
+	force := x.forceSnap.Load()
+	if !force {
+		if wait := x.cfg.snapshotEvery - time.Since(x.lastSnap); wait > 0 {
+			if x.sessionDirty.Load() || x.spansDirty.Load() || x.artifactsDirty.Load() {
+				x.mu.Lock()
+				j := x.journal
+				x.mu.Unlock()
+				time.AfterFunc(wait, j.Kick)
+			}
+			return
+		}
+	}
+	x.lastSnap = time.Now()
+	ctx := context.Background()
+	if x.sessionDirty.Load() && !force {
+		x.snapshotSession(ctx)
+	}
+	if x.spansDirty.Swap(false) {
+		if err := x.snapshotSpans(ctx); err != nil {
+			x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
+		}
+	}
+	if x.artifactsDirty.Swap(false) {
+		if err := x.snapshotArtifacts(ctx); err != nil {
+			x.ec.Logger().Warn("flight: artifact index failed", "err", err)
+		}
+	}
+}
+
+// snapshotSession writes the redacted session snapshot into the recording.
+func (x *Extension) snapshotSession(ctx context.Context) {
+	x.sessionDirty.Store(false)
+	x.mu.Lock()
+	open := x.journal != nil && !x.closed
+	x.mu.Unlock()
+	if !open {
+		return
+	}
+	data, err := x.ec.Agent().SaveSession(ctx)
+	if err != nil {
+		if !errors.Is(err, harness.ErrClosed) {
+			x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
+		}
+		return
+	}
+	red, err := x.red.JSON(data)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(x.dir, SessionSnapshot), red)
+	}
+	if err != nil {
+		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
+	}
+}
+
+// recordingSpans returns the buffered spans of the traces this recorder
+// saw.
+func (x *Extension) recordingSpans() []sdktrace.ReadOnlySpan {
+	x.mu.Lock()
+	traces := make(map[trace.TraceID]struct{}, len(x.traces))
+	for t := range x.traces {
+		traces[t] = struct{}{}
+	}
+	x.mu.Unlock()
+	return x.spans.Spans(func(s sdktrace.ReadOnlySpan) bool {
+		_, ok := traces[s.SpanContext().TraceID()]
+		return ok
+	})
+}
+
+func (x *Extension) snapshotSpans(ctx context.Context) error {
+	req, err := SpansToOTLP(ctx, x.recordingSpans())
+	if err != nil {
+		return err
+	}
+	data, err := MarshalSpans(req, x.red)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(x.dir, SpansSnapshot), data)
+}
+
+// artifacts lists the artifacts of the agent's extensions.
+func (x *Extension) artifacts(ctx context.Context) ([]IndexedArtifact, error) {
+	var out []IndexedArtifact
+	var errs []error
+	for _, ext := range x.ec.Agent().Extensions() {
+		src, ok := ext.(harness.ArtifactSource)
+		if !ok {
+			continue
+		}
+		arts, err := src.Artifacts(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("flight: artifacts of %q: %w", ext.Name(), err))
+			continue
+		}
+		for _, a := range arts {
+			out = append(out, IndexedArtifact{Extension: ext.Name(), Artifact: a})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (x *Extension) snapshotArtifacts(ctx context.Context) error {
+	arts, err := x.artifacts(ctx)
+	if arts == nil {
+		arts = []IndexedArtifact{}
+	}
+	data, merr := json.MarshalIndent(arts, "", "  ")
+	if merr != nil {
+		return merr
+	}
+	if werr := writeFileAtomic(filepath.Join(x.dir, ArtifactsIndexName), data); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// writeFileAtomic writes data to a temporary file and renames it to p.
+func writeFileAtomic(p string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// runInterceptor triggers incident exports when a run ends failed or
+// cancelled, or a tool panics. Installed before the default priority, it
+// runs outside the tracing extension's interceptors and sees their spans
+// ended.
+type runInterceptor struct{ x *Extension }
+
+func (ri *runInterceptor) InterceptRun(ctx context.Context, info *harness.RunInfo, next harness.RunFunc) *harness.RunResult {
+	res := next(ctx)
+	if res == nil {
+		return res
+	}
+	x := ri.x
+	switch {
+	case res.Status == harness.StatusFailed && x.cfg.triggers[TriggerRunFailure]:
+		x.autoTrigger(ctx, string(TriggerRunFailure), res.RunID)
+	case res.Status == harness.StatusCancelled && x.cfg.triggers[TriggerCancellation]:
+		x.autoTrigger(ctx, string(TriggerCancellation), res.RunID)
+	}
+	return res
+}
+
+// InterceptTool triggers an incident export when the tool panicked, after
+// the call's inner interceptors (the tracing extension's span) finished.
+func (ri *runInterceptor) InterceptTool(ctx context.Context, call *harness.ToolCall, next harness.ToolFunc) *harness.ToolResult {
+	r := next(ctx, call)
+	if r != nil && r.Status == harness.ToolPanicked && ri.x.cfg.triggers[TriggerToolPanic] {
+		ri.x.autoTrigger(ctx, string(TriggerToolPanic), runIDOf(ri.x, call.ID))
+	}
+	return r
+}
+
+// runIDOf finds the run of a tool call in the ring.
+func runIDOf(x *Extension, callID string) string {
+	var run string
+	needle := `"call_id":` + string(appendString(nil, callID))
+	x.eachRing(func(line []byte) bool {
+		if strings.Contains(string(line), needle) {
+			if e, err := ParseEvent(line); err == nil && e.CallID == callID {
+				run = e.RunID
+			}
+		}
+		return true
+	})
+	return run
+}
+
+func (x *Extension) autoTrigger(ctx context.Context, reason, runID string) {
+	if _, err := x.export(context.WithoutCancel(ctx), reason, runID); err != nil {
+		x.ec.Logger().Error("flight: incident export failed", "reason", reason, "err", err)
+	}
+}
+
+// Trigger exports an incident bundle now, with the events in the ring,
+// the buffered spans, a fresh session snapshot and, when configured, the
+// artifacts, into the recording's incidents directory. It returns the
+// bundle's path. It blocks while the bundle is written and honours ctx
+// only before it starts. It works whatever WithTriggers says.
+func (x *Extension) Trigger(ctx context.Context, reason string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if reason == "" {
+		reason = "manual"
+	}
+	return x.export(ctx, reason, "")
+}
+
+// export writes a bundle of runID's events (all events when empty).
+func (x *Extension) export(ctx context.Context, reason, runID string) (path string, err error) {
+	defer func() {
+		if x.cfg.onIncident != nil {
+			x.cfg.onIncident(path, err)
+		}
+	}()
+	x.mu.Lock()
+	ec, dir, dropped := x.ec, x.dir, x.evicted
+	x.mu.Unlock()
+	if ec == nil {
+		return "", errors.New("flight: the extension is not installed")
+	}
+	now := x.cfg.now()
+	incDir := filepath.Join(dir, IncidentsDir)
+	if err := os.MkdirAll(incDir, 0o755); err != nil {
+		return "", fmt.Errorf("flight: incident: %w", err)
+	}
+	f, err := os.CreateTemp(incDir, ".incident-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("flight: incident: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw := NewBundleWriter(f, x.red)
+	x.eachRing(func(line []byte) bool {
+		e, perr := ParseEvent(line)
+		if perr == nil && (runID == "" || e.RunID == runID) {
+			bw.AddEvent(&e)
+		}
+		return true
+	})
+	if runID != "" {
+		dropped = 0
+	}
+	bw.SetInfo(reason, x.agentName, x.sessionID, dropped)
+	spans := x.spans.Spans(nil)
+	if runID != "" {
+		ids := bw.TraceIDs()
+		spans = x.spans.Spans(func(s sdktrace.ReadOnlySpan) bool { return ids[s.SpanContext().TraceID().String()] })
+	}
+	req, err := SpansToOTLP(ctx, spans)
+	if err != nil {
+		return "", err
+	}
+	if err := bw.SetSpans(req); err != nil {
+		return "", err
+	}
+	if data, serr := ec.Agent().SaveSession(ctx); serr == nil {
+		if err := bw.SetSession(data); err != nil {
+			return "", err
+		}
+	} else if data, rerr := os.ReadFile(filepath.Join(dir, SessionSnapshot)); rerr == nil {
+		if err := bw.SetSession(data); err != nil {
+			return "", err
+		}
+	}
+	if x.cfg.includeArtifacts {
+		arts, aerr := x.artifacts(ctx)
+		if aerr != nil {
+			ec.Logger().Warn("flight: listing artifacts", "err", aerr)
+		}
+		for _, a := range arts {
+			bw.AddArtifact(a.Extension+"/"+a.Name, a.Path, a.SHA256)
+		}
+	}
+	if _, err := bw.Close(now); err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("flight: incident: %w", err)
+	}
+	name := IncidentFileName(now, reason, runID)
+	path = filepath.Join(incDir, name)
+	if err := os.Rename(f.Name(), path); err != nil {
+		return "", fmt.Errorf("flight: incident: %w", err)
+	}
+	x.incMu.Lock()
+	x.incidents = append(x.incidents, path)
+	x.incMu.Unlock()
+	x.record(&Event{Kind: KindIncident, Time: now, Agent: x.agentName, SessionID: x.sessionID, RunID: runID, Reason: reason, Path: path})
+	return path, nil
+}
+
+// IncidentFileName returns the file name of a bundle written at t for
+// reason and run: names sort by time.
+func IncidentFileName(t time.Time, reason, runID string) string {
+	name := t.UTC().Format("20060102T150405.000000000Z") + "-" + dirName(reason)
+	if runID != "" {
+		name += "-" + dirName(runID[:min(len(runID), 12)])
+	}
+	return name + ".tar.gz"
+}

@@ -1,0 +1,272 @@
+package flight_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChild())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// fakeSecret is the credential that must never reach a file.
+const fakeSecret = "sk-ant-api03-EXAMPLE0000SECRET"
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+
+func echoTool() *harness.Tool {
+	return harness.MustTool(harness.NewTool("echo", "Echo the text.", func(_ context.Context, in echoIn) (string, error) {
+		return "echo: " + in.Text, nil
+	}))
+}
+
+func leakTool() *harness.Tool {
+	return harness.MustTool(harness.NewTool("leak", "Return credentials.", func(_ context.Context, in echoIn) (string, error) {
+		return "config: ANTHROPIC_API_KEY=" + fakeSecret + "\nAuthorization: Bearer abcdef0123456789token\n" +
+			`{"password": "hunter2", "aws_access_key_id": "AKIAABCDEFGHIJKLMNOP"}`, nil
+	}))
+}
+
+func panicTool() *harness.Tool {
+	return harness.MustTool(harness.NewTool("boom", "Panic.", func(_ context.Context, in echoIn) (string, error) {
+		panic("boom")
+	}))
+}
+
+// tracer is a middleware that opens spans around runs and tool calls with
+// a real SDK tracer, so that hooks see span contexts.
+type tracer struct{ tr trace.Tracer }
+
+func (t tracer) InterceptRun(ctx context.Context, info *harness.RunInfo, next harness.RunFunc) *harness.RunResult {
+	ctx, span := t.tr.Start(ctx, "invoke_agent "+info.Agent)
+	defer span.End()
+	return next(ctx)
+}
+
+func (t tracer) InterceptTool(ctx context.Context, call *harness.ToolCall, next harness.ToolFunc) *harness.ToolResult {
+	ctx, span := t.tr.Start(ctx, "execute_tool "+call.Name)
+	defer span.End()
+	return next(ctx, call)
+}
+
+// tracingExt installs the tracer as an extension of default priority,
+// like the tracing extension.
+type tracingExt struct{ tracer }
+
+func (tracingExt) Name() string { return "test-tracing" }
+func (t tracingExt) Install(ec *harness.ExtensionContext) error {
+	_, err := ec.AddMiddleware(t.tracer)
+	return err
+}
+
+type agentSetup struct {
+	rec    *flight.Extension
+	agent  *harness.Agent
+	tp     *sdktrace.TracerProvider
+	prov   *harnesstest.ScriptedProvider
+	dir    string
+	closed bool
+}
+
+func newAgent(t *testing.T, script []harnesstest.Response, tools []*harness.Tool, opts ...flight.Option) *agentSetup {
+	t.Helper()
+	dir := t.TempDir()
+	rec := flight.New(append([]flight.Option{flight.WithDir(dir), flight.WithSnapshotInterval(time.Millisecond)}, opts...)...)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.SpanProcessor()))
+	prov := harnesstest.NewScriptedProvider(script...)
+	a, err := harness.New(
+		harness.WithName("tester"),
+		harness.WithLogger(slog.New(slog.DiscardHandler)),
+		harness.WithSessionID("sess-1"),
+		harness.WithProvider(prov),
+		harness.WithModel("scripted-model"),
+		harness.WithTools(tools...),
+		harness.WithExtensions(tracingExt{tracer{tp.Tracer("test")}}, rec),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &agentSetup{rec: rec, agent: a, tp: tp, prov: prov, dir: dir}
+	t.Cleanup(func() { s.close(t) })
+	return s
+}
+
+func (s *agentSetup) close(t *testing.T) {
+	t.Helper()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if err := s.agent.Close(context.Background()); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := s.tp.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+func journalEvents(t *testing.T, dir string) ([]flight.Event, flight.ReadStats) {
+	t.Helper()
+	var evs []flight.Event
+	st, err := flight.ReadJournal(dir, func(_ []byte, e *flight.Event) error {
+		evs = append(evs, *e)
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs, st
+}
+
+func kinds(evs []flight.Event) []flight.Kind {
+	out := make([]flight.Kind, len(evs))
+	for i, e := range evs {
+		out[i] = e.Kind
+	}
+	return out
+}
+
+func TestRecordRun(t *testing.T) {
+	usage := harness.Usage{InputTokens: 100, OutputTokens: 10, CacheReadInputTokens: 40}
+	tests := []struct {
+		name      string
+		script    []harnesstest.Response
+		cancel    bool
+		status    harness.Status
+		want      []flight.Kind
+		incidents []string // reasons of the bundles written
+		triggers  []flight.Trigger
+	}{
+		{
+			name: "completed",
+			script: []harnesstest.Response{
+				{ToolCalls: []harness.ToolCall{harnesstest.Call("c1", "echo", map[string]string{"text": "hi"})}, Usage: usage},
+				{Text: "done", Usage: usage},
+			},
+			status: harness.StatusCompleted,
+			want: []flight.Kind{flight.KindRunStart, flight.KindModelRequest, flight.KindModelResponse, flight.KindToolCall,
+				flight.KindToolResult, flight.KindModelRequest, flight.KindModelResponse, flight.KindRunEnd},
+		},
+		{
+			name: "provider failure",
+			script: []harnesstest.Response{
+				harnesstest.CallTool("c1", "echo", map[string]string{"text": "hi"}),
+				harnesstest.Fail(errors.New("upstream overloaded")),
+			},
+			status: harness.StatusFailed,
+			want: []flight.Kind{flight.KindRunStart, flight.KindModelRequest, flight.KindModelResponse, flight.KindToolCall,
+				flight.KindToolResult, flight.KindModelRequest, flight.KindModelResponse, flight.KindError, flight.KindRunEnd,
+				flight.KindIncident},
+			incidents: []string{"run_failure"},
+		},
+		{
+			name: "failure with triggers off",
+			script: []harnesstest.Response{
+				harnesstest.Fail(errors.New("upstream overloaded")),
+			},
+			status:   harness.StatusFailed,
+			triggers: []flight.Trigger{},
+			want: []flight.Kind{flight.KindRunStart, flight.KindModelRequest, flight.KindModelResponse, flight.KindError,
+				flight.KindRunEnd},
+		},
+		{
+			name: "tool panic",
+			script: []harnesstest.Response{
+				harnesstest.CallTool("c1", "boom", map[string]string{"text": "x"}),
+				harnesstest.Reply("recovered"),
+			},
+			status: harness.StatusCompleted,
+			want: []flight.Kind{flight.KindRunStart, flight.KindModelRequest, flight.KindModelResponse, flight.KindToolCall,
+				flight.KindToolResult, flight.KindIncident, flight.KindModelRequest, flight.KindModelResponse, flight.KindRunEnd},
+			incidents: []string{"tool_panic"},
+		},
+		{
+			name:   "cancelled",
+			script: []harnesstest.Response{{Text: "slow", Delay: time.Minute}},
+			cancel: true,
+			status: harness.StatusCancelled,
+			want: []flight.Kind{flight.KindRunStart, flight.KindModelRequest, flight.KindModelResponse, flight.KindError,
+				flight.KindRunEnd, flight.KindIncident},
+			incidents: []string{"cancellation"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []flight.Option
+			if tt.triggers != nil {
+				opts = append(opts, flight.WithTriggers(tt.triggers...))
+			}
+			s := newAgent(t, tt.script, []*harness.Tool{echoTool(), panicTool()}, opts...)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancel {
+				time.AfterFunc(20*time.Millisecond, cancel)
+			}
+			res, _ := s.agent.Run(ctx, "hello")
+			if res.Status != tt.status {
+				t.Fatalf("status %s, want %s (err %v)", res.Status, tt.status, res.Err)
+			}
+			incidents := s.rec.Incidents()
+			s.close(t)
+			evs, st := journalEvents(t, filepath.Join(s.dir, "sess-1"))
+			if got := kinds(evs); !slices.Equal(got, tt.want) {
+				t.Fatalf("kinds\n got %v\nwant %v", got, tt.want)
+			}
+			if st.Torn != 0 || st.Corrupt != 0 {
+				t.Errorf("journal stats %+v", st)
+			}
+			for i, e := range evs {
+				if e.Seq != uint64(i+1) || e.SessionID != "sess-1" || e.Agent != "tester" || e.Time.IsZero() {
+					t.Errorf("event %d: seq %d session %q agent %q time %v", i, e.Seq, e.SessionID, e.Agent, e.Time)
+				}
+				if e.Kind != flight.KindIncident && (e.RunID != res.RunID || len(e.TraceID) != 32 || len(e.SpanID) != 16) {
+					t.Errorf("event %d (%s): run %q trace %q span %q", i, e.Kind, e.RunID, e.TraceID, e.SpanID)
+				}
+			}
+			if len(incidents) != len(tt.incidents) {
+				t.Fatalf("incidents %v, want reasons %v", incidents, tt.incidents)
+			}
+			for i, p := range incidents {
+				b, err := flight.ReadBundleFile(p, flight.ReadOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Verify(); err != nil {
+					t.Error(err)
+				}
+				m := b.Manifest
+				if m.Reason != tt.incidents[i] || m.Agent != "tester" || m.SessionID != "sess-1" ||
+					!slices.Equal(m.RunIDs, []string{res.RunID}) || m.Events == 0 || m.Counts["run_start"] != 1 {
+					t.Errorf("manifest %+v", m)
+				}
+				if m.Spans == 0 {
+					t.Errorf("bundle has no spans")
+				}
+				if _, ok := b.Member(flight.SessionName); !ok {
+					t.Errorf("bundle has no session")
+				}
+			}
+		})
+	}
+}

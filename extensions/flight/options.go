@@ -1,0 +1,124 @@
+package flight
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// EnvDir is the environment variable that sets the default recording
+// directory.
+const EnvDir = "HARNESSX_FLIGHT_DIR"
+
+// DefaultDir returns the recording directory used when none is given:
+// $HARNESSX_FLIGHT_DIR, else ".harnessx/flight".
+func DefaultDir() string {
+	if d := os.Getenv(EnvDir); d != "" {
+		return d
+	}
+	return filepath.Join(".harnessx", "flight")
+}
+
+// Trigger names a condition that makes the recorder export an incident
+// bundle by itself.
+type Trigger string
+
+// The automatic triggers. [Extension.Trigger] exports a bundle whatever
+// the configuration.
+const (
+	// TriggerRunFailure fires when a run ends with status failed.
+	TriggerRunFailure Trigger = "run_failure"
+	// TriggerToolPanic fires when a tool panics (ToolResult.Status ==
+	// harness.ToolPanicked).
+	TriggerToolPanic Trigger = "tool_panic"
+	// TriggerCancellation fires when a run ends with status cancelled.
+	TriggerCancellation Trigger = "cancellation"
+)
+
+// Option configures an [Extension].
+type Option func(*config)
+
+// config holds the recorder's settings. Defaults:
+//   - directory: [DefaultDir], read by New;
+//   - ring of 4096 events;
+//   - text previews of 1024 bytes;
+//   - journal: [JournalOptions] defaults (4 MiB segments, 64 MiB in all,
+//     5ms batches);
+//   - every trigger on; artifacts not included;
+//   - the built-in redaction rules;
+//   - a span buffer of 2048 spans;
+//   - session, span and artifact snapshots at most once a second.
+type config struct {
+	dir              string
+	ringSize         int
+	previewBytes     int
+	journal          JournalOptions
+	triggers         map[Trigger]bool
+	includeArtifacts bool
+	rules            []Rule
+	redactFuncs      []func(string) string
+	spanCapacity     int
+	snapshotEvery    time.Duration
+	onIncident       func(path string, err error)
+	now              func() time.Time
+}
+
+// WithDir sets the root recording directory. Each agent session records
+// into its own subdirectory.
+func WithDir(dir string) Option { return func(c *config) { c.dir = dir } }
+
+// WithRingSize sets how many recent events the in-memory ring keeps.
+func WithRingSize(n int) Option { return func(c *config) { c.ringSize = n } }
+
+// WithPreviewBytes sets how many bytes of a text (user message, tool
+// input or result, final text) an event keeps.
+func WithPreviewBytes(n int) Option { return func(c *config) { c.previewBytes = n } }
+
+// WithJournalOptions sets the journal's segment size, total cap and batch
+// interval.
+func WithJournalOptions(o JournalOptions) Option { return func(c *config) { c.journal = o } }
+
+// WithTriggers sets which automatic triggers are on; with no argument,
+// none is.
+func WithTriggers(ts ...Trigger) Option {
+	return func(c *config) {
+		c.triggers = map[Trigger]bool{}
+		for _, t := range ts {
+			c.triggers[t] = true
+		}
+	}
+}
+
+// WithIncludeArtifacts makes bundles include the artifacts of the agent's
+// extensions that implement harness.ArtifactSource (spilled results, for
+// instance), and keeps an index of them in the recording so that
+// flightrec can include them after a crash.
+func WithIncludeArtifacts(on bool) Option { return func(c *config) { c.includeArtifacts = on } }
+
+// WithRedactRules adds redaction rules after the built-in ones.
+func WithRedactRules(rules ...Rule) Option {
+	return func(c *config) { c.rules = append(c.rules, rules...) }
+}
+
+// WithRedactor adds a custom redaction function, applied after the rules
+// to every text before it is written. It should replace what it removes
+// with [Marker] so that bundles count it.
+func WithRedactor(fn func(string) string) Option {
+	return func(c *config) { c.redactFuncs = append(c.redactFuncs, fn) }
+}
+
+// WithSpanCapacity sets how many ended spans the span processor keeps.
+func WithSpanCapacity(n int) Option { return func(c *config) { c.spanCapacity = n } }
+
+// WithSnapshotInterval sets the minimum time between two snapshots of the
+// session, spans and artifact index into the recording directory.
+func WithSnapshotInterval(d time.Duration) Option { return func(c *config) { c.snapshotEvery = d } }
+
+// WithOnIncident sets a function called after each automatic or explicit
+// incident export with the bundle's path or the error.
+func WithOnIncident(fn func(path string, err error)) Option {
+	return func(c *config) { c.onIncident = fn }
+}
+
+// WithClock sets the clock used for incident names and manifests (tests).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
