@@ -103,9 +103,11 @@ func TestLangSmith(t *testing.T) {
 			wantKey: "lsv2_env", wantProject: "from-env",
 		},
 		{
-			name:    "options override environment; no project",
-			env:     map[string]string{"LANGSMITH_ENDPOINT": "http://127.0.0.1:1", "LANGSMITH_API_KEY": "lsv2_env"},
-			opts:    func(url string) []exporters.Option { return []exporters.Option{exporters.WithLangSmithEndpoint(url), exporters.WithAPIKey("lsv2_opt")} },
+			name: "options override environment; no project",
+			env:  map[string]string{"LANGSMITH_ENDPOINT": "http://127.0.0.1:1", "LANGSMITH_API_KEY": "lsv2_env"},
+			opts: func(url string) []exporters.Option {
+				return []exporters.Option{exporters.WithLangSmithEndpoint(url), exporters.WithAPIKey("lsv2_opt")}
+			},
 			wantKey: "lsv2_opt",
 		},
 	}
