@@ -221,6 +221,9 @@ func appendParts(b []byte, m *harness.Message) []byte {
 	n := 0
 	for i := range m.Content {
 		p := &m.Content[i]
+		if (p.Type == harness.PartToolCall && p.ToolCall == nil) || (p.Type == harness.PartToolResult && p.ToolResult == nil) {
+			continue // malformed part: nothing to record
+		}
 		if n > 0 {
 			b = append(b, ',')
 		}
@@ -230,9 +233,6 @@ func appendParts(b []byte, m *harness.Message) []byte {
 		case harness.PartReasoning:
 			b = appendTextPart(b, "reasoning", p.Text)
 		case harness.PartToolCall:
-			if p.ToolCall == nil {
-				continue
-			}
 			b = append(b, `{"type":"tool_call","id":`...)
 			b = appendString(b, p.ToolCall.ID)
 			b = append(b, `,"name":`...)
@@ -241,9 +241,6 @@ func appendParts(b []byte, m *harness.Message) []byte {
 			b = appendRaw(b, p.ToolCall.Input)
 			b = append(b, '}')
 		case harness.PartToolResult:
-			if p.ToolResult == nil {
-				continue
-			}
 			b = append(b, `{"type":"tool_call_response","id":`...)
 			b = appendString(b, p.ToolResult.CallID)
 			b = append(b, `,"response":`...)

@@ -1,0 +1,88 @@
+package tracing_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/harnessx/harnessx/extensions/tracing"
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+// An agent with the tracing extension records one span tree per run. Here
+// the spans go to an in-memory exporter; an application would use an OTLP
+// exporter to Jaeger or LangSmith instead.
+func Example() {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+
+	weather := harness.MustTool(harness.NewTool("weather", "Weather of a city.",
+		func(_ context.Context, in struct {
+			City string `json:"city"`
+		}) (string, error) {
+			return "sunny in " + in.City, nil
+		}))
+	provider := harnesstest.NewScriptedProvider(
+		harnesstest.CallTool("call_1", "weather", `{"city":"Paris"}`),
+		harnesstest.Reply("It is sunny in Paris."),
+	)
+	ext := tracing.New(tracing.WithTracerProvider(tp))
+	agent, err := harness.New(
+		harness.WithProvider(provider),
+		harness.WithModel("claude-sonnet-4-5"),
+		harness.WithName("weatherbot"),
+		harness.WithTools(weather),
+		harness.WithExtensions(ext),
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer agent.Close(context.Background())
+
+	if _, err := agent.Run(context.Background(), "What is the weather in Paris?"); err != nil {
+		panic(err)
+	}
+
+	got := exp.GetSpans()
+	sort.Slice(got, func(i, j int) bool { return got[i].StartTime.Before(got[j].StartTime) })
+	for _, s := range got {
+		indent := ""
+		if s.Parent.IsValid() {
+			indent = "  "
+		}
+		kind := ""
+		for _, kv := range s.Attributes {
+			if kv.Key == tracing.KeyLangSmithSpanKind {
+				kind = kv.Value.AsString()
+			}
+		}
+		fmt.Printf("%s%s (%s)\n", indent, s.Name, kind)
+	}
+	fmt.Printf("%+v\n", ext.Stats())
+	// Output:
+	// invoke_agent weatherbot (chain)
+	//   chat claude-sonnet-4-5 (llm)
+	//   execute_tool weather (tool)
+	//   chat claude-sonnet-4-5 (llm)
+	// {Runs:1 ModelRequests:2 ToolCalls:1 Errors:0 Redacted:0 Truncated:0 TruncatedBytes:0}
+}
+
+// Content capture can be turned off, and what is captured can be redacted.
+func ExampleWithRedactor() {
+	ext := tracing.New(
+		tracing.WithRedactor(func(key, value string) string {
+			if key == "gen_ai.tool.call.arguments" {
+				return "[arguments withheld]"
+			}
+			return value
+		}),
+		tracing.WithMaxAttributeBytes(16<<10),
+	)
+	fmt.Println(ext.Name(), ext.CaptureContent())
+	// Output: tracing true
+}

@@ -1,0 +1,183 @@
+package tracing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	tests := []string{
+		"", "plain", `quote " and \ backslash`, "tab\tnew\nline\rcr", "\x00\x01\x1f",
+		"héllo wörld ✓ 🎉", "<html>&amp;", "bad \xff utf8 \xc3", "\u2028\u2029",
+	}
+	for _, s := range tests {
+		t.Run(fmt.Sprintf("%q", s), func(t *testing.T) {
+			b := appendString(nil, s)
+			var back string
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatalf("%s: %v", b, err)
+			}
+			want := strings.ToValidUTF8(s, "\uFFFD")
+			if utf8.ValidString(s) {
+				want = s
+			} else {
+				// encoding/json replaces each invalid byte.
+				var w strings.Builder
+				for i := 0; i < len(s); {
+					r, n := utf8.DecodeRuneInString(s[i:])
+					w.WriteRune(r)
+					i += n
+				}
+				want = w.String()
+			}
+			if back != want {
+				t.Errorf("round trip %q, want %q", back, want)
+			}
+		})
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "a\"b", "\xff", "é\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendString(nil, s)
+		var back string
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%q encoded as invalid JSON %s: %v", s, b, err)
+		}
+		if utf8.ValidString(s) && back != s {
+			t.Fatalf("round trip %q, want %q", back, s)
+		}
+	})
+}
+
+func TestAppendMessagesIsValidJSON(t *testing.T) {
+	msgs := []harness.Message{
+		harness.UserMessage("hi \"there\""),
+		{Role: harness.RoleAssistant, Content: []harness.Part{
+			{Type: harness.PartReasoning, Text: "think"},
+			{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "c1", Name: "x", Input: json.RawMessage(`{"a":1}`)}},
+			{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "c2", Name: "y", Input: json.RawMessage(`{broken`)}},
+			{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "c3", Name: "z"}},
+			{Type: harness.PartToolCall}, // no call: skipped
+		}},
+		{Role: harness.RoleTool, Content: []harness.Part{
+			{Type: harness.PartToolResult, ToolResult: &harness.ToolResult{CallID: "c1", Content: "r"}},
+			{Type: "image"},
+		}},
+	}
+	b := appendMessages(nil, msgs)
+	var got []struct {
+		Role  string           `json:"role"`
+		Parts []map[string]any `json:"parts"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	tests := []struct {
+		msg, part int
+		key       string
+		want      any
+	}{
+		{0, 0, "content", `hi "there"`},
+		{1, 0, "type", "reasoning"},
+		{1, 1, "arguments", map[string]any{"a": float64(1)}},
+		{1, 2, "arguments", "{broken"},
+		{1, 3, "arguments", map[string]any{}},
+		{2, 0, "type", "tool_call_response"},
+		{2, 0, "response", "r"},
+		{2, 1, "type", "image"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.msg, tt.part, tt.key), func(t *testing.T) {
+			if got := got[tt.msg].Parts[tt.part][tt.key]; fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("%v, want %v", got, tt.want)
+			}
+		})
+	}
+	if n := len(got[1].Parts); n != 4 {
+		t.Errorf("assistant message has %d parts, want 4 (the empty tool call skipped)", n)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		name string
+		v    string
+		max  int
+	}{
+		{"ascii", strings.Repeat("a", 1000), 200},
+		{"multibyte boundary", strings.Repeat("日本", 300), 201},
+		{"cap smaller than marker", strings.Repeat("a", 1000), 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, kept := truncate(tt.v, tt.max)
+			if !utf8.ValidString(out) {
+				t.Error("invalid UTF-8")
+			}
+			if out[:kept] != tt.v[:kept] {
+				t.Error("kept part differs")
+			}
+			if tt.max > 120 && len(out) > tt.max {
+				t.Errorf("%d bytes > %d", len(out), tt.max)
+			}
+			if !strings.Contains(out, fmt.Sprintf("[truncated by harnessx: %d bytes, sha256=", len(tt.v))) {
+				t.Errorf("no marker: %q", out)
+			}
+		})
+	}
+}
+
+type typedErr struct{}
+
+func (typedErr) Error() string { return "typed" }
+
+func TestErrorType(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{context.Canceled, "cancelled"},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), "timeout"},
+		{&harness.MaxStepsError{Steps: 3}, "max_steps"},
+		{&harness.ExtensionError{Extension: "x", Op: "turn_start", Err: errors.New("no")}, "extension_error"},
+		{&harness.ExtensionError{Extension: "x", Op: "turn_start", Err: &harness.PanicError{Value: 1}}, "panic"},
+		{&harness.ProviderError{Err: &harnesstest.RetryableError{Msg: "429"}}, "*harnesstest.RetryableError"},
+		{&harness.ProviderError{Err: errors.New("plain")}, "_OTHER"},
+		{fmt.Errorf("wrapped: %w", typedErr{}), "tracing.typedErr"},
+		{nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.err), func(t *testing.T) {
+			if got := errorType(tt.err); got != tt.want {
+				t.Errorf("errorType = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFinishReason(t *testing.T) {
+	tests := map[harness.StopReason]string{
+		harness.StopEndTurn: "stop", harness.StopSequence: "stop", harness.StopMaxTokens: "length",
+		harness.StopToolUse: "tool_call", harness.StopContentFilter: "content_filter",
+		harness.StopRefusal: "content_filter", harness.StopPause: "pause_turn", "": "stop",
+	}
+	for in, want := range tests {
+		t.Run(string(in), func(t *testing.T) {
+			if got := finishReason(in); got != want {
+				t.Errorf("%q → %q, want %q", in, got, want)
+			}
+		})
+	}
+}
