@@ -1,0 +1,59 @@
+// Package anthropic is a harness.Provider for Anthropic's Messages API,
+// built on the official SDK github.com/anthropics/anthropic-sdk-go/v2 (API
+// version 2026-10-21).
+//
+//	p, err := anthropic.New() // ANTHROPIC_API_KEY from the environment
+//	agent, err := harness.New(
+//		harness.WithProvider(p),
+//		harness.WithModel("claude-sonnet-5-5"),
+//		harness.WithTools(tools...),
+//	)
+//
+// # Mapping
+//
+// The system prompt becomes the system block; harness user and assistant
+// messages map onto user and assistant messages; a harness tool message
+// becomes a user message of tool_result blocks, with is_error. Tool
+// definitions keep their JSON schema. max_tokens is required by the API:
+// the request's MaxTokens, else [WithDefaultMaxTokens], else
+// [DefaultMaxTokens]. Temperature is not sent, because the API version the
+// SDK speaks rejects sampling parameters.
+//
+// Thinking ([WithThinking], [WithAdaptiveThinking]) comes back as reasoning
+// parts. The API requires the thinking blocks of a tool-use turn to be sent
+// back signed; the provider remembers the signature of each thinking block
+// it received (and the data of redacted ones, whose part text is a marker)
+// and restores them when the reasoning part returns in a later request. A
+// reasoning part the provider does not know, such as one from a session
+// loaded into a new process, is left out of the request.
+//
+// Stop reasons map onto harness.StopReason (end_turn, tool_use, max_tokens,
+// stop_sequence, refusal, pause_turn; model_context_window_exceeded counts
+// as max_tokens) with the API's value in RawStopReason.
+//
+// # Usage and prompt caching
+//
+// The API reports cache reads and writes apart from input_tokens, so the
+// harness InputTokens, which is inclusive, is input_tokens +
+// cache_read_input_tokens + cache_creation_input_tokens; thinking tokens are
+// ReasoningTokens. [WithPromptCaching] puts cache_control breakpoints on the
+// last tool definition, the system prompt and the last stable message (the
+// one before the newest), the prefix that harness.PrefixKey identifies.
+//
+// # Streaming
+//
+// With ModelRequest.Stream the provider streams and assembles text, tool
+// input JSON and thinking deltas into the same response; FirstChunkAt is the
+// arrival of the first content delta. A stream that ends before
+// message_stop, leaves a block open or carries malformed JSON fails with a
+// [*StreamError]: a partial answer is never returned.
+//
+// # Errors
+//
+// The SDK retries rate limits, server errors and connection failures
+// ([WithMaxRetries]). What remains comes back as [*APIError] (401/403 match
+// [ErrAuthentication], 400 [ErrInvalidRequest], 429 [ErrRateLimited], 5xx
+// [ErrServer]), [*ConnectionError] or [*StreamError]; the retryable ones
+// implement harness.RetryableError for harness.WithRetry. A cancelled
+// context gives an error for which errors.Is(err, context.Canceled) holds.
+package anthropic

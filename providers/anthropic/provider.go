@@ -1,0 +1,276 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/providers/internal/apierr"
+)
+
+// Name is the provider name reported in [harness.ModelResponse.Provider]
+// (it becomes gen_ai.provider.name and ls_provider in traces).
+const Name = "anthropic"
+
+// DefaultMaxTokens is the max_tokens sent when neither the request nor
+// [WithDefaultMaxTokens] sets one: the Messages API requires a bound.
+const DefaultMaxTokens = 4096
+
+// Option configures a [Provider].
+type Option func(*config)
+
+// config holds a provider's settings. Defaults:
+//   - API key, base URL and other credentials: the SDK's defaults
+//     (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, profiles);
+//   - max retries: the SDK's default (2), with its exponential backoff, for
+//     429, 408, 409, 5xx and connection errors;
+//   - HTTP client: the SDK's default;
+//   - max_tokens: DefaultMaxTokens when the request has none;
+//   - no prompt caching breakpoints, no extended thinking;
+//   - the SDK's own OpenTelemetry spans off (the tracing extension makes
+//     the model spans);
+//   - logger: slog.Default() when New is called.
+type config struct {
+	apiKey       *string
+	baseURL      string
+	maxRetries   *int
+	httpClient   *http.Client
+	reqOpts      []option.RequestOption
+	caching      bool
+	maxTokens    int64
+	thinking     sdk.ThinkingConfigParamUnion
+	sdkTelemetry bool
+	logger       *slog.Logger
+}
+
+// WithAPIKey sets the API key, in place of ANTHROPIC_API_KEY.
+func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = &key } }
+
+// WithBaseURL sets the API's base URL, in place of ANTHROPIC_BASE_URL and
+// https://api.anthropic.com/.
+func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+
+// WithMaxRetries sets how many times the SDK retries a request that failed
+// with a rate limit, a server error or a connection error; 0 disables
+// retries. It must not be negative.
+func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = &n } }
+
+// WithHTTPClient sets the HTTP client the SDK sends requests with.
+func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+
+// WithRequestOptions passes raw SDK request options to the client, after
+// the provider's own, so that they win: headers, middleware, timeouts,
+// JSON overrides.
+func WithRequestOptions(opts ...option.RequestOption) Option {
+	return func(c *config) { c.reqOpts = append(c.reqOpts, opts...) }
+}
+
+// WithPromptCaching places cache_control {type: ephemeral} breakpoints on
+// the cacheable prefix of every request: the last tool definition, the
+// system prompt and the last stable message (the one before the final
+// message, matching the prefix that harness.PrefixKey hashes). Later
+// requests that share the prefix read it from the cache; the usage reports
+// cache reads and writes.
+func WithPromptCaching() Option { return func(c *config) { c.caching = true } }
+
+// WithDefaultMaxTokens sets max_tokens for requests whose MaxTokens is 0.
+func WithDefaultMaxTokens(n int) Option { return func(c *config) { c.maxTokens = int64(n) } }
+
+// WithThinking turns on extended thinking with a budget of thinking tokens,
+// which must be below max_tokens. Thinking comes back as reasoning parts.
+func WithThinking(budgetTokens int) Option {
+	return func(c *config) {
+		c.thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(budgetTokens)}}
+	}
+}
+
+// WithAdaptiveThinking lets the model decide how much to think, on models
+// that support adaptive thinking.
+func WithAdaptiveThinking() Option {
+	return func(c *config) {
+		c.thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
+	}
+}
+
+// WithSDKTelemetry turns the SDK's own OpenTelemetry spans and trace-context
+// headers on. They are off by default because the harness tracing extension
+// already records one span per model request, through its redactor; the
+// SDK's spans would duplicate it.
+func WithSDKTelemetry() Option { return func(c *config) { c.sdkTelemetry = true } }
+
+// WithLogger sets the logger for the provider's debug notes (ignored
+// request fields, skipped content).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// Provider is a [harness.Provider] for the Anthropic Messages API, built on
+// github.com/anthropics/anthropic-sdk-go/v2. It is safe for concurrent use.
+type Provider struct {
+	client sdk.Client
+	cfg    config
+	log    *slog.Logger
+	sigs   *reasoningStore
+}
+
+var _ harness.Provider = (*Provider)(nil)
+
+// New builds a provider. It does not contact the API; missing credentials
+// surface on the first request.
+func New(opts ...Option) (*Provider, error) {
+	cfg := config{maxTokens: DefaultMaxTokens}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.maxTokens <= 0 {
+		return nil, fmt.Errorf("anthropic: default max tokens must be positive, got %d", cfg.maxTokens)
+	}
+	if cfg.maxRetries != nil && *cfg.maxRetries < 0 {
+		return nil, fmt.Errorf("anthropic: max retries must not be negative, got %d", *cfg.maxRetries)
+	}
+	if t := cfg.thinking.OfEnabled; t != nil && t.BudgetTokens <= 0 {
+		return nil, fmt.Errorf("anthropic: thinking budget must be positive, got %d", t.BudgetTokens)
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	var ro []option.RequestOption
+	if !cfg.sdkTelemetry {
+		ro = append(ro, option.WithoutOpenTelemetry())
+	}
+	if cfg.apiKey != nil {
+		ro = append(ro, option.WithAPIKey(*cfg.apiKey))
+	}
+	if cfg.baseURL != "" {
+		if _, err := url.Parse(cfg.baseURL); err != nil {
+			return nil, fmt.Errorf("anthropic: base URL: %w", err)
+		}
+		ro = append(ro, option.WithBaseURL(cfg.baseURL))
+	}
+	if cfg.httpClient != nil {
+		ro = append(ro, option.WithHTTPClient(cfg.httpClient))
+	}
+	if cfg.maxRetries != nil {
+		ro = append(ro, option.WithMaxRetries(*cfg.maxRetries))
+	}
+	ro = append(ro, cfg.reqOpts...)
+	return &Provider{
+		client: sdk.NewClient(ro...),
+		cfg:    cfg,
+		log:    cfg.logger.With("provider", Name),
+		sigs:   newReasoningStore(reasoningStoreSize),
+	}, nil
+}
+
+// Generate sends req to the Messages API and returns the reply; with
+// req.Stream it streams and assembles the events. It blocks until the reply
+// is complete and returns promptly when ctx is cancelled, with an error for
+// which errors.Is(err, context.Canceled) holds. Errors are [*APIError],
+// [*ConnectionError], [*StreamError] or wrap ErrInvalidRequest for a
+// request that cannot be mapped.
+func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, apierr.Canceled(Name, ctx)
+	}
+	if req.Stream {
+		return p.stream(ctx, params)
+	}
+	msg, err := p.client.Messages.New(ctx, params)
+	if err != nil {
+		return nil, p.wrapErr(ctx, err)
+	}
+	r := newReply()
+	if err := r.fromMessage(msg); err != nil {
+		return nil, err
+	}
+	return p.response(r), nil
+}
+
+// wrapErr turns an SDK error into the package's error types.
+func (p *Provider) wrapErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return apierr.Canceled(Name, ctx)
+	}
+	var ae *sdk.Error
+	if errors.As(err, &ae) {
+		e := &APIError{
+			Provider:   Name,
+			StatusCode: ae.StatusCode,
+			Type:       string(ae.Type()),
+			Code:       string(ae.ErrorCode()),
+			Message:    ae.Message,
+			RequestID:  ae.RequestID,
+			Err:        ae,
+		}
+		if e.StatusCode < 400 {
+			// An error event inside a 200 stream: classify by its type.
+			e.StatusCode = 0
+		}
+		return e
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	var ue *url.Error
+	var ne net.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) {
+		return &ConnectionError{Provider: Name, Err: err}
+	}
+	return fmt.Errorf("%s: %w", Name, err)
+}
+
+// reasoningStoreSize bounds the thinking signatures a provider remembers.
+const reasoningStoreSize = 4096
+
+// reasoningStore remembers, per provider, the signature of each thinking
+// block and the data of each redacted one, keyed by the reasoning part's
+// text, so that a later request can send them back: the API requires the
+// thinking blocks of a tool-use turn to return signed and unchanged, and
+// harness.Part has no field for the signature. Entries leave in FIFO order
+// beyond the bound.
+type reasoningStore struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]reasoningBlock
+	order []string
+}
+
+type reasoningBlock struct {
+	signature string // thinking
+	data      string // redacted_thinking
+}
+
+func newReasoningStore(n int) *reasoningStore {
+	return &reasoningStore{max: n, m: make(map[string]reasoningBlock)}
+}
+
+func (s *reasoningStore) put(key string, b reasoningBlock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[key]; !ok {
+		if len(s.order) >= s.max {
+			delete(s.m, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.order = append(s.order, key)
+	}
+	s.m[key] = b
+}
+
+func (s *reasoningStore) get(key string) (reasoningBlock, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[key]
+	return b, ok
+}

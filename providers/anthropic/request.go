@@ -1,0 +1,206 @@
+package anthropic
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/harnessx/harnessx/harness"
+)
+
+// params maps a harness request onto the SDK's MessageNewParams.
+//
+//   - System becomes one system text block.
+//   - User messages become user messages; assistant messages keep their
+//     order of thinking, text and tool_use blocks; a harness tool message
+//     becomes a user message of tool_result blocks (is_error kept).
+//   - Reasoning parts go back as the signed thinking (or redacted_thinking)
+//     blocks they came from; one whose signature the provider does not
+//     know (from another provider or process) is left out, since the API
+//     rejects unsigned thinking.
+//   - Empty text parts and messages left empty are dropped: the API rejects
+//     empty text blocks.
+//   - Temperature is not sent: API version 2026-10-21, which SDK v2 speaks,
+//     rejects sampling parameters.
+func (p *Provider) params(req *harness.ModelRequest) (sdk.MessageNewParams, error) {
+	var params sdk.MessageNewParams
+	if req.Model == "" {
+		return params, fmt.Errorf("%s: %w: no model (use harness.WithModel)", Name, ErrInvalidRequest)
+	}
+	params.Model = sdk.Model(req.Model)
+	params.MaxTokens = p.cfg.maxTokens
+	if req.MaxTokens > 0 {
+		params.MaxTokens = int64(req.MaxTokens)
+	}
+	if req.Temperature != nil {
+		p.log.Debug("anthropic: temperature is not supported by API version 2026-10-21; not sent", "temperature", *req.Temperature)
+	}
+	params.Thinking = p.cfg.thinking
+	cache := sdk.NewCacheControlEphemeralParam()
+
+	if req.System != "" {
+		sys := sdk.TextBlockParam{Text: req.System}
+		if p.cfg.caching {
+			sys.CacheControl = cache
+		}
+		params.System = []sdk.TextBlockParam{sys}
+	}
+
+	if len(req.Tools) > 0 {
+		params.Tools = make([]sdk.ToolUnionParam, len(req.Tools))
+		for i := range req.Tools {
+			t, err := toolParam(&req.Tools[i])
+			if err != nil {
+				return params, err
+			}
+			if p.cfg.caching && i == len(req.Tools)-1 {
+				t.CacheControl = cache
+			}
+			params.Tools[i] = sdk.ToolUnionParam{OfTool: t}
+		}
+	}
+
+	// The stable prefix is every message but the last; its last message
+	// carries the breakpoint.
+	stable := len(req.Messages) - 2
+	params.Messages = make([]sdk.MessageParam, 0, len(req.Messages))
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		blocks := p.blocks(m)
+		if len(blocks) == 0 {
+			continue
+		}
+		if p.cfg.caching && i == stable {
+			setBreakpoint(blocks, cache)
+		}
+		switch m.Role {
+		case harness.RoleAssistant:
+			params.Messages = append(params.Messages, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}})
+		case harness.RoleUser, harness.RoleTool:
+			params.Messages = append(params.Messages, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}})
+		default:
+			return params, fmt.Errorf("%s: %w: message %d has unknown role %q", Name, ErrInvalidRequest, i, m.Role)
+		}
+	}
+	if len(params.Messages) == 0 {
+		return params, fmt.Errorf("%s: %w: no messages with content", Name, ErrInvalidRequest)
+	}
+	return params, nil
+}
+
+// blocks converts the parts of m.
+func (p *Provider) blocks(m *harness.Message) []sdk.ContentBlockParamUnion {
+	out := make([]sdk.ContentBlockParamUnion, 0, len(m.Content))
+	for _, part := range m.Content {
+		switch part.Type {
+		case harness.PartText:
+			if part.Text != "" {
+				out = append(out, sdk.ContentBlockParamUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
+			}
+		case harness.PartReasoning:
+			if m.Role != harness.RoleAssistant {
+				continue
+			}
+			b, ok := p.sigs.get(reasoningKey(part.Text))
+			switch {
+			case ok && b.data != "":
+				out = append(out, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: b.data}})
+			case ok:
+				out = append(out, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: part.Text, Signature: b.signature}})
+			default:
+				p.log.Debug("anthropic: reasoning part without a known signature; not sent")
+			}
+		case harness.PartToolCall:
+			if tc := part.ToolCall; tc != nil {
+				input := tc.Input
+				if len(input) == 0 || !json.Valid(input) {
+					input = json.RawMessage("{}")
+				}
+				out = append(out, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: tc.ID, Name: tc.Name, Input: input}})
+			}
+		case harness.PartToolResult:
+			if tr := part.ToolResult; tr != nil {
+				b := &sdk.ToolResultBlockParam{ToolUseID: tr.CallID}
+				if tr.Content != "" {
+					b.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: tr.Content}}}
+				}
+				if tr.IsError {
+					b.IsError = sdk.Bool(true)
+				}
+				out = append(out, sdk.ContentBlockParamUnion{OfToolResult: b})
+			}
+		}
+	}
+	return out
+}
+
+// setBreakpoint puts cache_control on the last block that can carry one
+// (thinking blocks cannot).
+func setBreakpoint(blocks []sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeralParam) {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		b := &blocks[i]
+		switch {
+		case b.OfText != nil:
+			b.OfText.CacheControl = cc
+		case b.OfToolUse != nil:
+			b.OfToolUse.CacheControl = cc
+		case b.OfToolResult != nil:
+			b.OfToolResult.CacheControl = cc
+		default:
+			continue
+		}
+		return
+	}
+}
+
+// toolParam converts a tool definition; the schema's properties and
+// required list map onto the SDK's fields, every other keyword is kept as an
+// extra field.
+func toolParam(t *harness.ToolDefinition) (*sdk.ToolParam, error) {
+	tp := &sdk.ToolParam{Name: t.Name}
+	if t.Description != "" {
+		tp.Description = sdk.String(t.Description)
+	}
+	var schema map[string]json.RawMessage
+	if len(t.InputSchema) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(t.InputSchema))
+		if err := dec.Decode(&schema); err != nil {
+			return nil, fmt.Errorf("%s: %w: tool %q: input schema: %v", Name, ErrInvalidRequest, t.Name, err)
+		}
+	}
+	for k, v := range schema {
+		switch k {
+		case "type":
+			// always "object"
+		case "properties":
+			tp.InputSchema.Properties = v
+		case "required":
+			if err := json.Unmarshal(v, &tp.InputSchema.Required); err != nil {
+				return nil, fmt.Errorf("%s: %w: tool %q: required: %v", Name, ErrInvalidRequest, t.Name, err)
+			}
+		default:
+			if tp.InputSchema.ExtraFields == nil {
+				tp.InputSchema.ExtraFields = make(map[string]any)
+			}
+			tp.InputSchema.ExtraFields[k] = v
+		}
+	}
+	return tp, nil
+}
+
+// reasoningKey is the store key of a reasoning part's text.
+func reasoningKey(text string) string {
+	h := sha256.Sum256([]byte(text))
+	return string(h[:])
+}
+
+// redactedText is the reasoning text that stands for a redacted thinking
+// block: the API returns only encrypted data, which the part cannot hold.
+func redactedText(data string) string {
+	h := sha256.Sum256([]byte(data))
+	return "[redacted thinking " + hex.EncodeToString(h[:6]) + "]"
+}
