@@ -347,13 +347,13 @@ func (b *BundleWriter) Close(created time.Time) (*Manifest, error) {
 	if b.session != nil {
 		mems = append(mems, mem{SessionName, b.session})
 	}
+	for _, a := range b.artifacts {
+		mems = append(mems, mem{a.name, a.data})
+	}
 	for _, x := range mems {
 		CountMarkers(x.data, m.Redaction.Counts)
 		sum := sha256.Sum256(x.data)
 		m.Members = append(m.Members, Member{Name: x.name, Size: int64(len(x.data)), SHA256: hex.EncodeToString(sum[:])})
-	}
-	for _, a := range b.artifacts {
-		mems = append(mems, mem{a.name, a.data})
 	}
 	manifest, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -194,6 +194,15 @@ func appendInt(dst []byte, key string, n int64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe marks the ASCII bytes that appendString copies as they are.
+// It is never modified.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
 // as encoding/json does; <, > and & are not escaped.
 func appendString(dst []byte, s string) []byte {
@@ -201,11 +210,11 @@ func appendString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -171,7 +171,7 @@ func (x *Extension) Install(ec *harness.ExtensionContext) error {
 	x.dir = filepath.Join(x.cfg.dir, dirName(x.sessionID))
 	x.mu.Unlock()
 	for _, ev := range harness.AllHookEvents() {
-		if _, err := ec.OnHook(ev, x.hook); err != nil {
+		if _, err := ec.OnHook(ev, x.Observe); err != nil {
 			return err
 		}
 	}
@@ -250,8 +250,10 @@ func (x *Extension) Stats() Stats {
 	return s
 }
 
-// hook records one lifecycle event. It never fails the run.
-func (x *Extension) hook(ctx context.Context, ev *harness.Event) error {
+// Observe records one lifecycle event; it is the harness.Hook the
+// extension subscribes to every event. It never fails and never blocks on
+// the disk; it is safe for concurrent use.
+func (x *Extension) Observe(ctx context.Context, ev *harness.Event) error {
 	var e Event
 	e.Time = ev.Time
 	e.Agent, e.SessionID, e.RunID, e.Step = ev.Agent, ev.SessionID, ev.RunID, ev.Step

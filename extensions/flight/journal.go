@@ -111,8 +111,8 @@ func OpenJournal(dir string, opts JournalOptions) (*Journal, error) {
 	j := &Journal{
 		dir:   dir,
 		opts:  opts,
-		buf:   make([]byte, 0, 64<<10),
-		spare: make([]byte, 0, 64<<10),
+		buf:   make([]byte, 0, 256<<10),
+		spare: make([]byte, 0, 256<<10),
 		kick:  make(chan struct{}, 1),
 		flush: make(chan chan error),
 		stop:  make(chan struct{}),

@@ -176,32 +176,16 @@ func allDigits(s string) bool {
 }
 
 // mayContainSecret is a cheap single pass that says whether any built-in
-// rule could match s.
+// rule could match s: it looks at pairs of bytes and checks a candidate
+// word only where a pair starts one.
 func mayContainSecret(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch s[i] | 0x20 {
-		case 's':
-			if hasFold(s[i:], "sk-") || hasFold(s[i:], "secret") {
-				return true
-			}
-		case 'b':
-			if hasFold(s[i:], "bearer") {
-				return true
-			}
-		case 'a':
-			if hasFold(s[i:], "akia") || hasFold(s[i:], "asia") || hasFold(s[i:], "aws") {
-				return true
-			}
-		case 'k':
-			if hasFold(s[i:], "key") {
-				return true
-			}
-		case 't':
-			if hasFold(s[i:], "token") {
-				return true
-			}
-		case 'p':
-			if hasFold(s[i:], "passw") {
+	for i := 0; i+1 < len(s); i++ {
+		switch uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
+		case 'a'<<8 | 'k', 'a'<<8 | 's', 'a'<<8 | 'w', 's'<<8 | 'k', 's'<<8 | 'e',
+			'b'<<8 | 'e', 'k'<<8 | 'e', 't'<<8 | 'o', 'p'<<8 | 'a':
+			r := s[i:]
+			if hasFold(r, "sk-") || hasFold(r, "secret") || hasFold(r, "bearer") || hasFold(r, "akia") ||
+				hasFold(r, "asia") || hasFold(r, "aws") || hasFold(r, "key") || hasFold(r, "token") || hasFold(r, "passw") {
 				return true
 			}
 		}

@@ -1,0 +1,92 @@
+package flight_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+// A failing run exports an incident bundle by itself.
+func Example() {
+	dir, _ := os.MkdirTemp("", "flight-example")
+	defer os.RemoveAll(dir)
+
+	rec := flight.New(flight.WithDir(dir))
+	agent, _ := harness.New(
+		harness.WithSessionID("example"),
+		harness.WithLogger(slog.New(slog.DiscardHandler)),
+		harness.WithProvider(harnesstest.NewScriptedProvider(
+			harnesstest.Fail(errors.New("upstream overloaded")),
+		)),
+		harness.WithExtensions(rec),
+	)
+	res, _ := agent.Run(context.Background(), "hello")
+	agent.Close(context.Background())
+
+	b, err := flight.ReadBundleFile(rec.Incidents()[0], flight.ReadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("run:", res.Status)
+	fmt.Println("verify:", b.Verify())
+	fmt.Println("reason:", b.Manifest.Reason)
+	fmt.Println("events:", b.Manifest.Counts)
+	// Output:
+	// run: failed
+	// verify: <nil>
+	// reason: run_failure
+	// events: map[error:1 model_request:1 model_response:1 run_end:1 run_start:1]
+}
+
+// ExportJournal builds a bundle from a recording on disk, as flightrec
+// export does, for instance after the process crashed.
+func ExampleExportJournal() {
+	dir, _ := os.MkdirTemp("", "flight-example")
+	defer os.RemoveAll(dir)
+
+	rec := flight.New(flight.WithDir(dir))
+	agent, _ := harness.New(
+		harness.WithSessionID("s1"),
+		harness.WithProvider(harnesstest.NewScriptedProvider(harnesstest.Reply("hi"))),
+		harness.WithExtensions(rec),
+	)
+	agent.Run(context.Background(), "my key is sk-ant-api03-EXAMPLE0000SECRET")
+	agent.Close(context.Background())
+
+	var buf bytes.Buffer
+	m, err := flight.ExportJournal(context.Background(), filepath.Join(dir, "s1"), &buf, flight.ExportOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("events:", m.Events, "redacted:", m.Redaction.Counts)
+	// Output:
+	// events: 4 redacted: map[anthropic-key:2]
+}
+
+// Bundles are read with verification of every member.
+func ExampleReadBundle() {
+	var buf bytes.Buffer
+	bw := flight.NewBundleWriter(&buf, nil)
+	bw.AddEvent(&flight.Event{Seq: 1, Time: t0, Kind: flight.KindRunStart, Text: "Authorization: Bearer abcdefgh123"})
+	bw.Close(t0)
+
+	b, err := flight.ReadBundle(&buf, flight.ReadOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	evs, _ := b.Events()
+	fmt.Println(b.Verify(), evs[0].Text)
+	// Output:
+	// <nil> Authorization: Bearer [REDACTED:bearer-token]
+}
