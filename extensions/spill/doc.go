@@ -1,0 +1,104 @@
+// Package spill keeps large tool results out of a model's context without
+// losing anything: results over a threshold are stored and the model gets
+// a compact envelope and a read_result tool to read what was stored.
+//
+//	agent, err := harness.New(
+//		harness.WithProvider(p),
+//		harness.WithTools(exportTool),
+//		harness.WithExtensions(spill.New(spill.WithThreshold(32_000))),
+//	)
+//
+// # Spilling
+//
+// The extension ([New], named "spill") adds a tool-result middleware
+// (harness.ToolResultMiddleware), so it applies to every tool however it
+// was registered. A result whose Content is longer than the threshold
+// (default 32,000 bytes) is streamed to the [Store] while its SHA-256,
+// size and line count are computed, and is replaced by an envelope:
+//
+//	[result spilled: export_orders returned 4,194,372 bytes in 60,001 lines, too large to show in full]
+//	id: res_5f0c2a9d0e4b7c1a2f3e4d5c
+//	type: csv
+//	columns: order_id, customer, country, amount, status
+//	sha256: 9c1e…
+//	--- head ---
+//	…about 1,000 bytes…
+//	--- tail ---
+//	…about 1,000 bytes…
+//	--- end of preview ---
+//	Read more with the read_result tool: {"id": "res_…", "op": ...}; ops: …
+//
+// The type (text, json, jsonl or csv) is detected from the first 64 KiB
+// and the end of the result. Error results are spilled too, keeping
+// IsError: a huge stack trace floods the context as much as a huge answer.
+// The results of read_result itself are never spilled. If storing fails,
+// the result passes through unchanged and the failure is logged: nothing is
+// lost. The original tool never runs again to read a stored result.
+//
+// # The read_result tool
+//
+// Arguments are a JSON object with "id" and "op":
+//
+//	slice      {"unit": "lines"|"bytes", "offset": n, "limit": n}
+//	search     {"pattern": "RE2", "ignore_case": b, "context": n, "max_matches": n, "offset": lines to skip}
+//	columns    {}
+//	rows       {"where": [...], "columns": ["a", "b"], "offset": n, "limit": n}
+//	count      {"where": [...]}
+//	aggregate  {"where": [...], "column": "amount", "func": "sum"|"min"|"max"|"mean" (omit for all)}
+//
+// where is a list of {"column", "op", "value"} conditions, all of which must
+// hold; op is eq, ne, contains, gt, gte, lt or lte. Numbers compare
+// numerically, anything else as text. Tabular operations read CSV (with a
+// header), JSON arrays and JSON lines; a JSON element that is not an object
+// is a row with the single column "value". Lines are numbered from 1;
+// offsets count what to skip, from 0; a row's [n] is its 0-based index.
+//
+// Every operation streams over the stored file (a 1 MiB chunked scan for
+// search, a bufio reader for slices and JSON lines, json.Decoder for JSON
+// arrays, encoding/csv for CSV), so memory stays bounded whatever the size;
+// only one row or one line (up to 16 MiB for a JSON line) is held at a
+// time. Output is capped (default 16 KiB, [WithMaxOutput]) with a note
+// saying how to continue. Search prefilters candidate lines with
+// bytes.Index on the regexp's literal prefix. Lines longer than 1 MiB are
+// searched in 1 MiB segments, and a match that crosses a segment boundary
+// is missed.
+//
+// Bad input gives the model an error result that says what is wrong, and
+// never crashes or reads outside the store: arguments are decoded strictly
+// ([ArgError]); ids must have the generated form ([ValidID]); an unknown
+// id, an invalid regular expression, an unknown column, an offset past the
+// end, a malformed CSV row or JSON value (naming the row and line) and a
+// corrupt file ([CorruptError]) are all errors.
+//
+// # Integrity
+//
+// Each result's SHA-256 is computed while it is written. Before a read is
+// served, the file is checked: it is hashed again (streaming) when its
+// stamp — inode, size, modification and change time — differs from the
+// version last verified, which is always the case for the first read after
+// a session load. A mismatch is a [CorruptError] naming the id.
+// [WithVerifyEveryRead] hashes on every read instead.
+//
+// # Storage and lifecycle
+//
+// The default store is a [DirStore] over a fresh temporary directory
+// (os.MkdirTemp), created at the first spill and removed at agent Close,
+// unless [WithRetain]. [WithDir] and [WithStore] bind a caller-owned
+// directory or store: their files are kept at Close. A DirStore reaches its
+// files only through an [os.Root], so no id or symbolic link can lead
+// outside it.
+//
+// Saving a session records every stored result (id, tool, size, lines,
+// type, SHA-256 and store directory). Once saved, results are retained:
+// Close keeps them (and their temporary directory) because the session
+// refers to them, and whoever keeps the session owns them. Loading the
+// session into a new agent with a fresh spill extension restores them:
+// each is read from the new extension's store if it is there, or from the
+// recorded directory, read-only.
+//
+// The extension is a harness.ArtifactSource: Artifacts lists stored
+// results with path, size and SHA-256, for incident bundles.
+//
+// Concurrent tool calls spill at the same time safely, and read_result
+// calls may run in parallel (the tool is marked Concurrent).
+package spill
