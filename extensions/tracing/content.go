@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -19,6 +20,7 @@ type recorder struct {
 	e         *Extension
 	kvs       []attribute.KeyValue
 	truncated []string
+	pooled    *[]attribute.KeyValue // where kvs goes back to
 }
 
 // content adds a captured value under key after the redactor and the cap.
@@ -126,14 +128,80 @@ type hexValue struct {
 	s    string
 }
 
+// hexString returns h in hex with one allocation.
+func hexString(h harness.Hash) string {
+	var b [2 * len(harness.Hash{})]byte
+	hex.Encode(b[:], h[:])
+	return string(b[:])
+}
+
 // hexOf returns h in hex, reusing the string from slot when h is the same.
 func hexOf(slot *atomic.Pointer[hexValue], h harness.Hash) string {
 	if c := slot.Load(); c != nil && c.hash == h {
 		return c.s
 	}
-	c := &hexValue{hash: h, s: h.String()}
+	c := &hexValue{hash: h, s: hexString(h)}
 	slot.Store(c)
 	return c.s
+}
+
+// newRecorder returns a recorder whose attribute slice comes from the pool;
+// release returns it. The SDK copies attributes, so the slice is free again
+// once SetAttributes has returned.
+func (e *Extension) newRecorder() recorder {
+	p := e.getKVs()
+	return recorder{e: e, kvs: *p, pooled: p}
+}
+
+func (e *Extension) release(r *recorder) {
+	*r.pooled = r.kvs
+	e.putKVs(r.pooled)
+	r.kvs, r.pooled = nil, nil
+}
+
+func (e *Extension) getKVs() *[]attribute.KeyValue {
+	p := e.kvs.Get().(*[]attribute.KeyValue)
+	*p = (*p)[:0]
+	return p
+}
+
+func (e *Extension) putKVs(p *[]attribute.KeyValue) {
+	clear((*p)[:cap(*p)]) // drop references to strings
+	*p = (*p)[:0]
+	e.kvs.Put(p)
+}
+
+// nameCache remembers span names ("chat m", "execute_tool weather") so that
+// each request does not build its name again. It holds at most
+// maxCachedNames names; past that, names are built each time.
+type nameCache struct {
+	mu    sync.RWMutex
+	names map[[2]string]string
+}
+
+const maxCachedNames = 1024
+
+func (c *nameCache) name(op, what string) string {
+	if what == "" {
+		return op
+	}
+	k := [2]string{op, what}
+	c.mu.RLock()
+	n, ok := c.names[k]
+	c.mu.RUnlock()
+	if ok {
+		return n
+	}
+	n = op + " " + what
+	c.mu.Lock()
+	if c.names == nil {
+		c.names = make(map[[2]string]string)
+	}
+	if len(c.names) < maxCachedNames {
+		c.names[k] = n
+	}
+	c.mu.Unlock()
+	return n
 }
 
 // getBuf and putBuf recycle encoding buffers.

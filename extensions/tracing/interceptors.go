@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,31 +26,12 @@ var (
 	_ harness.ToolInterceptor  = interceptors{}
 )
 
-// runState is what the spans of one run share. It travels in the run's
-// context, so a subagent's run (with its own extension) finds its own.
-type runState struct {
-	ext    *Extension
-	agent  string
-	common [2]attribute.KeyValue // conversation ID and LangSmith session metadata
-}
-
-type runKey struct{}
-
-// run returns the state of the run ctx belongs to, or one made from the
-// engine's event data when the run was not traced by e (an extension
-// installed during a run, for instance).
-func (e *Extension) run(ctx context.Context) *runState {
-	if rs, ok := ctx.Value(runKey{}).(*runState); ok && rs.ext == e {
-		return rs
-	}
-	return &runState{ext: e}
-}
-
-func sessionAttrs(sessionID string) [2]attribute.KeyValue {
-	return [2]attribute.KeyValue{
-		semconv.GenAIConversationID(sessionID),
-		KeyLangSmithSessionID.String(sessionID),
-	}
+// sessionAttrs returns the thread-grouping attributes every span carries:
+// the conversation ID and LangSmith's session metadata, both the agent's
+// session ID.
+func (e *Extension) sessionAttrs() (attribute.KeyValue, attribute.KeyValue) {
+	id := e.ec.SessionID()
+	return semconv.GenAIConversationID(id), KeyLangSmithSessionID.String(id)
 }
 
 // ---- runs ----
@@ -57,21 +39,23 @@ func sessionAttrs(sessionID string) [2]attribute.KeyValue {
 // InterceptRun opens the invoke_agent span of a run.
 func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, next harness.RunFunc) *harness.RunResult {
 	e := ic.e
-	rs := &runState{ext: e, agent: info.Agent, common: sessionAttrs(info.SessionID)}
-	name := "invoke_agent " + info.Agent
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs,
+	conv, sess := semconv.GenAIConversationID(info.SessionID), KeyLangSmithSessionID.String(info.SessionID)
+	name := e.names.name("invoke_agent", info.Agent)
+	kp := e.getKVs()
+	attrs := append(*kp,
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(info.Agent),
 		KeyRunID.String(info.RunID),
 		KeyLangSmithSpanKind.String(spanKindChain),
 		KeyLangSmithTraceName.String(name),
-		rs.common[0], rs.common[1],
+		conv, sess,
 	)
 	if info.Resumed {
 		attrs = append(attrs, KeyRunResumed.Bool(true))
 	}
-	ctx, span := e.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(attrs...))
+	*kp = attrs
+	e.putKVs(kp)
 	e.stats.runs.Add(1)
 	ended := false
 	defer func() {
@@ -82,7 +66,6 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 			span.End()
 		}
 	}()
-	ctx = context.WithValue(ctx, runKey{}, rs)
 	res := next(ctx)
 	ended = true
 	if span.IsRecording() {
@@ -93,7 +76,8 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 }
 
 func (e *Extension) endRun(span trace.Span, info *harness.RunInfo, res *harness.RunResult) {
-	r := recorder{e: e, kvs: make([]attribute.KeyValue, 0, 12)}
+	r := e.newRecorder()
+	defer e.release(&r)
 	if res == nil {
 		e.stats.errors.Add(1)
 		span.SetAttributes(semconv.ErrorTypeOther)
@@ -154,20 +138,21 @@ func (e *Extension) setError(span trace.Span, r *recorder, typ string, err error
 // InterceptModel opens the chat span of one model request attempt.
 func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelRequest, next harness.ModelFunc) (*harness.ModelResponse, error) {
 	e := ic.e
-	rs := e.run(ctx)
+	conv, sess := e.sessionAttrs()
 	model := req.Model
-	name := spanName("chat", model)
-	ctx, span := e.tracer.Start(ctx, name,
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			semconv.GenAIOperationNameChat,
-			semconv.GenAIRequestModel(model),
-			KeyLangSmithSpanKind.String(spanKindLLM),
-			KeyLangSmithTraceName.String(name),
-			rs.common[0], rs.common[1],
-			KeyStep.Int(req.Step),
-			KeyAttempt.Int(req.Attempt),
-		))
+	name := e.names.name("chat", model)
+	kp := e.getKVs()
+	*kp = append(*kp,
+		semconv.GenAIOperationNameChat,
+		semconv.GenAIRequestModel(model),
+		KeyLangSmithSpanKind.String(spanKindLLM),
+		KeyLangSmithTraceName.String(name),
+		conv, sess,
+		KeyStep.Int(req.Step),
+		KeyAttempt.Int(req.Attempt),
+	)
+	ctx, span := e.tracer.Start(ctx, name, e.kindClient, trace.WithAttributes(*kp...))
+	e.putKVs(kp)
 	e.stats.model.Add(1)
 	ended := false
 	defer func() {
@@ -188,19 +173,13 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 	return resp, err
 }
 
-func spanName(op, what string) string {
-	if what == "" {
-		return op
-	}
-	return op + " " + what
-}
-
 func (e *Extension) endModel(ctx context.Context, span trace.Span, name string, start time.Time, req *harness.ModelRequest, resp *harness.ModelResponse, err error) {
-	r := recorder{e: e, kvs: make([]attribute.KeyValue, 0, 40)}
+	r := e.newRecorder()
+	defer e.release(&r)
 	c := &e.cache
 
 	// The request, as the middleware left it.
-	r.kvs = append(r.kvs, semconv.GenAIRequestModel(req.Model), semconv.GenAIRequestStream(req.Stream))
+	r.kvs = append(r.kvs, semconv.GenAIRequestStream(req.Stream))
 	if req.MaxTokens > 0 {
 		r.kvs = append(r.kvs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
 	}
@@ -208,14 +187,14 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, name string, 
 		r.kvs = append(r.kvs, semconv.GenAIRequestTemperature(*req.Temperature))
 	}
 	if pk := &req.PrefixKey; !pk.Key.IsZero() {
-		key := pk.Key.String()
+		key := hexString(pk.Key)
 		r.kvs = append(r.kvs,
 			KeyPrefixKey.String(key),
 			KeyLangSmithPrefixKey.String(key),
 			KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
 			KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
 			KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
-			KeyPrefixMessages.String(pk.Messages.String()),
+			KeyPrefixMessages.String(hexString(pk.Messages)),
 		)
 		if len(pk.Changed) > 0 {
 			changed := KeyPrefixChanged.StringSlice(pk.Changed)
@@ -249,7 +228,8 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, name string, 
 		if resp.Provider != "" {
 			provider = resp.Provider
 			if p := e.provider.Load(); p == nil || *p != provider {
-				e.provider.Store(&provider)
+				learnt := strings.Clone(provider)
+				e.provider.Store(&learnt)
 			}
 		}
 		if resp.Model != "" {
@@ -305,9 +285,9 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, name string, 
 		r.kvs = append(r.kvs, KeyModelStatus.String("error"), semconv.ErrorTypeKey.String(typ))
 		e.setError(span, &r, typ, err)
 	}
-	if n := spanName("chat", req.Model); n != name {
+	if n := e.names.name("chat", req.Model); n != name {
 		span.SetName(n) // a middleware changed the model
-		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n))
+		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n), semconv.GenAIRequestModel(req.Model))
 	}
 	span.SetAttributes(r.finish()...)
 }
@@ -344,18 +324,19 @@ func (e *Extension) cachedValue(slot *atomic.Pointer[cachedValue], h harness.Has
 // InterceptTool opens the execute_tool span of one tool call.
 func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall, next harness.ToolFunc) *harness.ToolResult {
 	e := ic.e
-	rs := e.run(ctx)
-	name := spanName("execute_tool", call.Name)
-	ctx, span := e.tracer.Start(ctx, name,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(
-			semconv.GenAIOperationNameExecuteTool,
-			semconv.GenAIToolName(call.Name),
-			semconv.GenAIToolCallID(call.ID),
-			KeyLangSmithSpanKind.String(spanKindTool),
-			KeyLangSmithTraceName.String(name),
-			rs.common[0], rs.common[1],
-		))
+	conv, sess := e.sessionAttrs()
+	name := e.names.name("execute_tool", call.Name)
+	kp := e.getKVs()
+	*kp = append(*kp,
+		semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(call.Name),
+		semconv.GenAIToolCallID(call.ID),
+		KeyLangSmithSpanKind.String(spanKindTool),
+		KeyLangSmithTraceName.String(name),
+		conv, sess,
+	)
+	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(*kp...))
+	e.putKVs(kp)
 	e.stats.tools.Add(1)
 	ended := false
 	defer func() {
@@ -376,7 +357,8 @@ func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall
 }
 
 func (e *Extension) endTool(span trace.Span, call *harness.ToolCall, res *harness.ToolResult) {
-	r := recorder{e: e, kvs: make([]attribute.KeyValue, 0, 6)}
+	r := e.newRecorder()
+	defer e.release(&r)
 	if e.cfg.capture {
 		r.content(semconv.GenAIToolCallArgumentsKey, string(call.Input))
 	}

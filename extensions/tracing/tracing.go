@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -123,13 +124,18 @@ func WithProviderName(name string) Option {
 type Extension struct {
 	cfg       config
 	tracer    trace.Tracer
+	ec        *harness.ExtensionContext
 	installed atomic.Bool
 
 	// provider is the last provider name a response reported.
 	provider atomic.Pointer[string]
 	// cache holds encodings that rarely change between requests.
 	cache encCache
-	bufs  sync.Pool
+	names nameCache
+	bufs  sync.Pool // *[]byte
+	kvs   sync.Pool // *[]attribute.KeyValue
+
+	kindInternal, kindClient trace.SpanStartOption
 
 	stats counters
 }
@@ -146,6 +152,9 @@ func New(opts ...Option) *Extension {
 		o(&e.cfg)
 	}
 	e.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
+	e.kvs.New = func() any { kv := make([]attribute.KeyValue, 0, 48); return &kv }
+	e.kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+	e.kindClient = trace.WithSpanKind(trace.SpanKindClient)
 	return e
 }
 
@@ -178,6 +187,7 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 		c.capture = captureFromEnv(os.Getenv(CaptureContentEnv))
 	}
 	e.tracer = tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
+	e.ec = ec
 	if _, err := ec.AddMiddleware(interceptors{e}); err != nil {
 		e.installed.Store(false)
 		return err

@@ -1,0 +1,117 @@
+package tracing_test
+
+import (
+	"context"
+	"sort"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/harnessx/harnessx/extensions/tracing"
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+// benchScript is the workload of harness.BenchmarkRun: two scripted model
+// calls and one tool call.
+var benchScript = []harnesstest.Response{
+	harnesstest.CallTool("call_1", "weather", `{"city":"Paris"}`),
+	{Text: "It is sunny in Paris.", Usage: harness.Usage{InputTokens: 10, OutputTokens: 5}},
+}
+
+func benchAgent(b *testing.B, opts ...harness.Option) *harness.Agent {
+	p := harnesstest.NewScriptedProvider(benchScript...)
+	p.Loop, p.DiscardRequests = true, true
+	a, err := harness.New(append([]harness.Option{harness.WithProvider(p), harness.WithModel("m"),
+		harness.WithTools(weatherTool())}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = a.Close(context.Background()) })
+	return a
+}
+
+func runLoop(b *testing.B, a *harness.Agent, after func()) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := a.Run(ctx, "weather?")
+		if err != nil || res.Text == "" {
+			b.Fatal(err, res)
+		}
+		a.Reset()
+		after()
+	}
+}
+
+// BenchmarkUntracedRun is harness.BenchmarkRun, measured here so that it
+// can be compared with BenchmarkTracedRun in one process.
+func BenchmarkUntracedRun(b *testing.B) {
+	runLoop(b, benchAgent(b), func() {})
+}
+
+// BenchmarkTracedRun is the BenchmarkRun workload with the tracing
+// extension on, exporting into an in-memory exporter through a synchronous
+// span processor.
+func BenchmarkTracedRun(b *testing.B) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	a := benchAgent(b, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+	runLoop(b, a, exp.Reset)
+}
+
+// BenchmarkOTelFloor creates, with the OTel SDK directly, the four spans
+// that one traced run produces, with the same names, kinds, parents,
+// attributes and events, into the same kind of exporter. The attribute
+// values are computed once, outside the loop: the floor is the SDK's cost.
+func BenchmarkOTelFloor(b *testing.B) {
+	// Record one traced run to know what the extension sets.
+	sr := tracetest.NewSpanRecorder()
+	rtp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	a := benchAgent(b, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(rtp))))
+	if _, err := a.Run(context.Background(), "weather?"); err != nil {
+		b.Fatal(err)
+	}
+	recorded := sr.Ended()
+	sort.Slice(recorded, func(i, j int) bool { return recorded[i].StartTime().Before(recorded[j].StartTime()) })
+	if len(recorded) != 4 {
+		b.Fatalf("%d spans recorded, want 4", len(recorded))
+	}
+	type spanSpec struct {
+		name   string
+		opts   []trace.SpanStartOption
+		root   bool
+		events []sdktrace.Event
+	}
+	specs := make([]spanSpec, len(recorded))
+	for i, s := range recorded {
+		specs[i] = spanSpec{
+			name:   s.Name(),
+			opts:   []trace.SpanStartOption{trace.WithSpanKind(s.SpanKind()), trace.WithAttributes(s.Attributes()...)},
+			root:   !s.Parent().IsValid(),
+			events: s.Events(),
+		}
+	}
+
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tracer := tp.Tracer(tracing.ScopeName)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		rootCtx, root := tracer.Start(ctx, specs[0].name, specs[0].opts...)
+		for _, sp := range specs[1:] {
+			_, s := tracer.Start(rootCtx, sp.name, sp.opts...)
+			for _, ev := range sp.events {
+				s.AddEvent(ev.Name, trace.WithTimestamp(ev.Time), trace.WithAttributes(ev.Attributes...))
+			}
+			s.End()
+		}
+		root.End()
+		exp.Reset()
+	}
+}
