@@ -38,7 +38,9 @@ func newTestProvider(t *testing.T, srv *replay.Server, opts ...Option) *Provider
 	return p
 }
 
-func fixture(name string) replay.Response { return replay.File(filepath.Join("testdata", "replay", name)) }
+func fixture(name string) replay.Response {
+	return replay.File(filepath.Join("testdata", "replay", name))
+}
 
 func weatherTool() harness.ToolDefinition {
 	return harness.ToolDefinition{
@@ -378,7 +380,7 @@ func TestErrors(t *testing.T) {
 		{name: "stream bad json", stream: true, script: []replay.Response{fixture("stream_bad_json.sse")},
 			requests: 1, sentinel: ErrStream, retryable: true, reason: "malformed event data"},
 		{name: "stream bad tool json", stream: true,
-			script: []replay.Response{{Body: bytes.Replace(streamed, []byte(`bon\"}`), []byte(`bon\"`), 1)}},
+			script:   []replay.Response{{Body: bytes.Replace(streamed, []byte(`bon\"}`), []byte(`bon\"`), 1)}},
 			requests: 1, sentinel: ErrStream, retryable: true, reason: "input JSON does not parse"},
 		{name: "stream error event", stream: true, script: []replay.Response{fixture("stream_error_event.sse")},
 			requests: 1, sentinel: ErrServer, errType: "overloaded_error", retryable: true},
