@@ -1,0 +1,212 @@
+package jaegertest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Jaeger is a running Jaeger process. Its fields are set by [Start].
+type Jaeger struct {
+	// OTLPEndpoint is the base URL of the OTLP/HTTP receiver
+	// (http://127.0.0.1:port); spans go to OTLPEndpoint + "/v1/traces".
+	OTLPEndpoint string
+	// QueryURL is the base URL of the query service: the HTTP API v3 and
+	// the UI.
+	QueryURL string
+	// PID is the Jaeger process's ID.
+	PID int
+
+	client *http.Client
+	log    *syncBuffer
+}
+
+// startTimeout bounds how long Jaeger may take to answer.
+const startTimeout = 60 * time.Second
+
+// Start runs Jaeger for the duration of t (see the package documentation)
+// and returns once it accepts spans and queries. It fails t if Jaeger
+// cannot start; the process is killed by its PID when t ends.
+func Start(t testing.TB) *Jaeger {
+	t.Helper()
+	bin := Binary(t)
+	var lastErr error
+	for range 3 { // a free port may be taken between choosing and binding it
+		j, err := start(t, bin)
+		if err == nil {
+			return j
+		}
+		lastErr = err
+		t.Logf("jaegertest: %v; retrying on other ports", err)
+	}
+	t.Fatalf("jaegertest: Jaeger did not start: %v", lastErr)
+	return nil
+}
+
+// TracesURL returns the OTLP/HTTP traces URL.
+func (j *Jaeger) TracesURL() string { return j.OTLPEndpoint + "/v1/traces" }
+
+// Log returns what Jaeger has written to its stdout and stderr so far.
+func (j *Jaeger) Log() string { return j.log.String() }
+
+// Args returns the command-line flags Start passes to the Jaeger binary for
+// the given loopback ports: the query HTTP API and UI on queryPort, OTLP/HTTP
+// on otlpPort, their gRPC twins on ephemeral ports, and only the OTLP
+// receiver and the storage and query extensions running, so no other
+// default port (4317, 5778, 5779, 6831, 6832, 9411, 13133, 14250, 14268,
+// 16685, 27777, 27778, 8888) is bound.
+func Args(queryPort, otlpPort int) []string {
+	return []string{
+		"--set=extensions.jaeger_query.http.endpoint=127.0.0.1:" + strconv.Itoa(queryPort),
+		"--set=extensions.jaeger_query.grpc.endpoint=127.0.0.1:0",
+		"--set=receivers.otlp.protocols.http.endpoint=127.0.0.1:" + strconv.Itoa(otlpPort),
+		"--set=receivers.otlp.protocols.grpc.endpoint=127.0.0.1:0",
+		"--set=service.telemetry.metrics.level=none",
+		"--set=service.extensions=[jaeger_storage,jaeger_query]",
+		"--set=service.pipelines.traces.receivers=[otlp]",
+	}
+}
+
+// Env returns the environment variables Start adds for Jaeger: no traces
+// of its own, every listener on loopback.
+func Env() []string {
+	return []string{"OTEL_TRACES_SAMPLER=always_off", "JAEGER_LISTEN_HOST=127.0.0.1"}
+}
+
+func start(t testing.TB, bin string) (*Jaeger, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	queryPort, otlpPort := ports[0], ports[1]
+	j := &Jaeger{
+		OTLPEndpoint: "http://127.0.0.1:" + strconv.Itoa(otlpPort),
+		QueryURL:     "http://127.0.0.1:" + strconv.Itoa(queryPort),
+		client:       &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}},
+		log:          &syncBuffer{},
+	}
+	cmd := exec.Command(bin, Args(queryPort, otlpPort)...)
+	cmd.Env = append(os.Environ(), Env()...)
+	cmd.Dir = t.TempDir()
+	cmd.Stdout, cmd.Stderr = j.log, j.log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	j.PID = cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		// Only our child, by its PID: interrupt, then kill if it lingers.
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		j.client.CloseIdleConnections()
+	}
+
+	if err := j.waitReady(exited); err != nil {
+		stop()
+		return nil, fmt.Errorf("%w\n--- jaeger log ---\n%s", err, tail(j.log.String(), 40))
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("--- jaeger log (pid %d) ---\n%s", j.PID, tail(j.log.String(), 60))
+		}
+	})
+	return j, nil
+}
+
+// waitReady polls the query API and the OTLP port until both answer, the
+// process exits or startTimeout passes.
+func (j *Jaeger) waitReady(exited <-chan error) error {
+	deadline := time.Now().Add(startTimeout)
+	otlpHost := strings.TrimPrefix(j.OTLPEndpoint, "http://")
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("jaeger exited during start: %v", err)
+		default:
+		}
+		if j.ready(otlpHost) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("jaeger not ready after %v", startTimeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (j *Jaeger) ready(otlpHost string) bool {
+	resp, err := j.client.Get(j.QueryURL + "/api/v3/services")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	c, err := net.DialTimeout("tcp", otlpHost, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// freePorts returns n distinct free loopback TCP ports.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// syncBuffer collects a process's output; safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
