@@ -166,7 +166,10 @@ func (e *Extension) getKVs() *[]attribute.KeyValue {
 }
 
 func (e *Extension) putKVs(p *[]attribute.KeyValue) {
-	clear((*p)[:cap(*p)]) // drop references to strings
+	if cap(*p) > 256 {
+		return // do not keep huge slices
+	}
+	clear(*p) // drop references to strings
 	*p = (*p)[:0]
 	e.kvs.Put(p)
 }

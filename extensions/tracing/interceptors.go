@@ -41,27 +41,26 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	e := ic.e
 	conv, sess := semconv.GenAIConversationID(info.SessionID), KeyLangSmithSessionID.String(info.SessionID)
 	name := e.names.name("invoke_agent", info.Agent)
+	// The attributes a sampler or an OnStart processor may use go at the
+	// start; the others with the result, in one call, which spares the SDK
+	// a second copy of a long attribute list.
 	kp := e.getKVs()
-	attrs := append(*kp,
-		semconv.GenAIOperationNameInvokeAgent,
-		semconv.GenAIAgentName(info.Agent),
-		KeyRunID.String(info.RunID),
-		KeyLangSmithSpanKind.String(spanKindChain),
-		KeyLangSmithTraceName.String(name),
-		conv, sess,
-	)
-	if info.Resumed {
-		attrs = append(attrs, KeyRunResumed.Bool(true))
-	}
-	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(attrs...))
-	*kp = attrs
+	*kp = append(*kp, semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(info.Agent), KeyRunID.String(info.RunID), conv)
+	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(*kp...))
 	e.putKVs(kp)
 	e.stats.runs.Add(1)
+	r := e.newRecorder()
+	defer e.release(&r)
+	r.kvs = append(r.kvs, KeyLangSmithSpanKind.String(spanKindChain), KeyLangSmithTraceName.String(name), sess)
+	if info.Resumed {
+		r.kvs = append(r.kvs, KeyRunResumed.Bool(true))
+	}
 	ended := false
 	defer func() {
 		if !ended { // next panicked: end the span on the way out
 			e.stats.errors.Add(1)
-			span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
+			r.kvs = append(r.kvs, semconv.ErrorTypeKey.String("panic"))
+			span.SetAttributes(r.kvs...)
 			span.SetStatus(codes.Error, "panic")
 			span.End()
 		}
@@ -69,18 +68,17 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	res := next(ctx)
 	ended = true
 	if span.IsRecording() {
-		e.endRun(span, info, res)
+		e.endRun(span, &r, info, res)
 	}
 	span.End()
 	return res
 }
 
-func (e *Extension) endRun(span trace.Span, info *harness.RunInfo, res *harness.RunResult) {
-	r := e.newRecorder()
-	defer e.release(&r)
+func (e *Extension) endRun(span trace.Span, r *recorder, info *harness.RunInfo, res *harness.RunResult) {
 	if res == nil {
 		e.stats.errors.Add(1)
-		span.SetAttributes(semconv.ErrorTypeOther)
+		r.kvs = append(r.kvs, semconv.ErrorTypeOther)
+		span.SetAttributes(r.kvs...)
 		span.SetStatus(codes.Error, "run interceptor returned no result")
 		return
 	}
@@ -113,7 +111,7 @@ func (e *Extension) endRun(span trace.Span, info *harness.RunInfo, res *harness.
 	case harness.StatusFailed:
 		typ := errorType(res.Err)
 		r.kvs = append(r.kvs, semconv.ErrorTypeKey.String(typ))
-		e.setError(span, &r, typ, res.Err)
+		e.setError(span, r, typ, res.Err)
 	}
 	span.SetAttributes(r.finish()...)
 }
@@ -142,23 +140,25 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 	model := req.Model
 	name := e.names.name("chat", model)
 	kp := e.getKVs()
-	*kp = append(*kp,
-		semconv.GenAIOperationNameChat,
-		semconv.GenAIRequestModel(model),
-		KeyLangSmithSpanKind.String(spanKindLLM),
-		KeyLangSmithTraceName.String(name),
-		conv, sess,
-		KeyStep.Int(req.Step),
-		KeyAttempt.Int(req.Attempt),
-	)
+	*kp = append(*kp, semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model), conv)
 	ctx, span := e.tracer.Start(ctx, name, e.kindClient, trace.WithAttributes(*kp...))
 	e.putKVs(kp)
 	e.stats.model.Add(1)
+	r := e.newRecorder()
+	defer e.release(&r)
+	r.kvs = append(r.kvs,
+		KeyLangSmithSpanKind.String(spanKindLLM),
+		KeyLangSmithTraceName.String(name),
+		sess,
+		KeyStep.Int(req.Step),
+		KeyAttempt.Int(req.Attempt),
+	)
 	ended := false
 	defer func() {
 		if !ended {
 			e.stats.errors.Add(1)
-			span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
+			r.kvs = append(r.kvs, semconv.ErrorTypeKey.String("panic"))
+			span.SetAttributes(r.kvs...)
 			span.SetStatus(codes.Error, "panic")
 			span.End()
 		}
@@ -167,15 +167,13 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 	resp, err := next(ctx, req)
 	ended = true
 	if span.IsRecording() {
-		e.endModel(ctx, span, name, start, req, resp, err)
+		e.endModel(ctx, span, &r, name, start, req, resp, err)
 	}
 	span.End()
 	return resp, err
 }
 
-func (e *Extension) endModel(ctx context.Context, span trace.Span, name string, start time.Time, req *harness.ModelRequest, resp *harness.ModelResponse, err error) {
-	r := e.newRecorder()
-	defer e.release(&r)
+func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, name string, start time.Time, req *harness.ModelRequest, resp *harness.ModelResponse, err error) {
 	c := &e.cache
 
 	// The request, as the middleware left it.
@@ -283,7 +281,7 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, name string, 
 	default:
 		typ := errorType(err)
 		r.kvs = append(r.kvs, KeyModelStatus.String("error"), semconv.ErrorTypeKey.String(typ))
-		e.setError(span, &r, typ, err)
+		e.setError(span, r, typ, err)
 	}
 	if n := e.names.name("chat", req.Model); n != name {
 		span.SetName(n) // a middleware changed the model
@@ -327,22 +325,19 @@ func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall
 	conv, sess := e.sessionAttrs()
 	name := e.names.name("execute_tool", call.Name)
 	kp := e.getKVs()
-	*kp = append(*kp,
-		semconv.GenAIOperationNameExecuteTool,
-		semconv.GenAIToolName(call.Name),
-		semconv.GenAIToolCallID(call.ID),
-		KeyLangSmithSpanKind.String(spanKindTool),
-		KeyLangSmithTraceName.String(name),
-		conv, sess,
-	)
+	*kp = append(*kp, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Name), semconv.GenAIToolCallID(call.ID), conv)
 	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(*kp...))
 	e.putKVs(kp)
 	e.stats.tools.Add(1)
+	r := e.newRecorder()
+	defer e.release(&r)
+	r.kvs = append(r.kvs, KeyLangSmithSpanKind.String(spanKindTool), KeyLangSmithTraceName.String(name), sess)
 	ended := false
 	defer func() {
 		if !ended {
 			e.stats.errors.Add(1)
-			span.SetAttributes(KeyToolStatus.String(string(harness.ToolPanicked)), semconv.ErrorTypeKey.String(string(harness.ToolPanicked)))
+			r.kvs = append(r.kvs, KeyToolStatus.String(string(harness.ToolPanicked)), semconv.ErrorTypeKey.String(string(harness.ToolPanicked)))
+			span.SetAttributes(r.kvs...)
 			span.SetStatus(codes.Error, "panic")
 			span.End()
 		}
@@ -350,22 +345,20 @@ func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall
 	res := next(ctx, call)
 	ended = true
 	if span.IsRecording() {
-		e.endTool(span, call, res)
+		e.endTool(span, &r, call, res)
 	}
 	span.End()
 	return res
 }
 
-func (e *Extension) endTool(span trace.Span, call *harness.ToolCall, res *harness.ToolResult) {
-	r := e.newRecorder()
-	defer e.release(&r)
+func (e *Extension) endTool(span trace.Span, r *recorder, call *harness.ToolCall, res *harness.ToolResult) {
 	if e.cfg.capture {
 		r.content(semconv.GenAIToolCallArgumentsKey, string(call.Input))
 	}
 	if res == nil {
 		typ := string(harness.ToolMiddlewareErr)
 		r.kvs = append(r.kvs, KeyToolStatus.String(typ), semconv.ErrorTypeKey.String(typ))
-		e.setError(span, &r, typ, errors.New("a tool interceptor returned no result"))
+		e.setError(span, r, typ, errors.New("a tool interceptor returned no result"))
 		span.SetAttributes(r.finish()...)
 		return
 	}
@@ -386,7 +379,7 @@ func (e *Extension) endTool(span trace.Span, call *harness.ToolCall, res *harnes
 	default:
 		if res.IsError || status != harness.ToolOK {
 			r.kvs = append(r.kvs, semconv.ErrorTypeKey.String(string(status)))
-			e.setError(span, &r, string(status), errors.New(res.Content))
+			e.setError(span, r, string(status), errors.New(res.Content))
 		}
 	}
 	span.SetAttributes(r.finish()...)
