@@ -1,0 +1,192 @@
+// Command jaeger runs a traced agent offline and sends its spans to Jaeger
+// (or any OTLP/HTTP collector), then prints where to find the trace.
+//
+// The agent plans with a scripted model (no API key, no network besides
+// the traces): it calls a weather tool and a researcher subagent traced by
+// its own extension, then answers. The scripted usage reports cache-read,
+// cache-creation and reasoning tokens, so every usage field shows in the
+// chat spans.
+//
+// Start Jaeger (docker compose -f docker-compose.otel.yml up, or the
+// binary: see the README), then:
+//
+//	go run ./examples/jaeger
+//
+// It sends to OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318),
+// as service OTEL_SERVICE_NAME (default harnessx-example). When nothing
+// listens it still exits 0 at once and says how many spans were lost.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/harnessx/harnessx/exporters"
+	"github.com/harnessx/harnessx/extensions/tracing"
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "jaeger:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer) error {
+	service := os.Getenv("OTEL_SERVICE_NAME")
+	if service == "" {
+		service = "harnessx-example"
+	}
+	roots := &rootRecorder{}
+	tp, err := exporters.NewOTLP(ctx,
+		exporters.WithServiceName(service),
+		exporters.WithExportTimeout(3*time.Second),
+		exporters.WithSpanProcessor(roots),
+	)
+	if err != nil {
+		return err
+	}
+	target := tp.Backends()[0].Target
+	fmt.Fprintf(w, "sending spans to %s as service %q\n\n", target, service)
+
+	if err := runAgent(ctx, w, tp); err != nil {
+		_ = tp.Shutdown(ctx)
+		return err
+	}
+
+	// Flush before exiting, but never hang on a backend that is away.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err = tp.Shutdown(sctx)
+	st := tp.Stats()
+	if err != nil && !errors.Is(err, exporters.ErrSpansLost) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if st.Lost() > 0 {
+		fmt.Fprintf(w, "\n%d spans exported, %d lost: nothing accepted them at %s.\n", st.Exported, st.Lost(), target)
+		fmt.Fprintln(w, "Start Jaeger (see the README: docker compose -f docker-compose.otel.yml up, or go tool jaeger) and run again,")
+		fmt.Fprintln(w, "or point OTEL_EXPORTER_OTLP_ENDPOINT at your collector.")
+		return nil
+	}
+	fmt.Fprintf(w, "\n%d spans exported.\n", st.Exported)
+	ui := uiURL(target)
+	if id := roots.traceID(); id != "" {
+		fmt.Fprintf(w, "Open %s/trace/%s\n", ui, id)
+	}
+	fmt.Fprintf(w, "or search service %q at %s/search\n", service, ui)
+	return nil
+}
+
+// uiURL guesses the Jaeger UI from the OTLP URL: same host, port 16686.
+func uiURL(target string) string {
+	u, err := url.Parse(target)
+	if err != nil || u.Hostname() == "" {
+		return "http://localhost:16686"
+	}
+	return "http://" + u.Hostname() + ":16686"
+}
+
+// rootRecorder remembers the trace ID of the first root span that ends.
+type rootRecorder struct {
+	mu sync.Mutex
+	id string
+}
+
+func (r *rootRecorder) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (r *rootRecorder) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.Parent().IsValid() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.id == "" {
+		r.id = s.SpanContext().TraceID().String()
+	}
+}
+func (r *rootRecorder) Shutdown(context.Context) error   { return nil }
+func (r *rootRecorder) ForceFlush(context.Context) error { return nil }
+
+func (r *rootRecorder) traceID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.id
+}
+
+type cityInput struct {
+	City string `json:"city" jsonschema:"the city"`
+}
+
+// runAgent runs the planner with its researcher subagent, both traced.
+func runAgent(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
+	researcher, err := harness.New(
+		harness.WithName("researcher"),
+		harness.WithModel("scripted-small"),
+		harness.WithSystemPrompt("You research weather trends."),
+		harness.WithProvider(harnesstest.NewScriptedProvider(harnesstest.Response{
+			Reasoning: "Look at the last week of observations.",
+			Text:      "Rain most afternoons this week; mornings are dry.",
+			Usage:     harness.Usage{InputTokens: 640, OutputTokens: 58, CacheReadInputTokens: 512, CacheCreationInputTokens: 96, ReasoningTokens: 21},
+		})),
+		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+	)
+	if err != nil {
+		return err
+	}
+	defer researcher.Close(ctx)
+
+	weather, err := harness.NewTool("get_weather", "Report the current weather of a city.",
+		func(_ context.Context, in cityInput) (string, error) { return in.City + ": 18°C, light rain", nil })
+	if err != nil {
+		return err
+	}
+	planner, err := harness.New(
+		harness.WithName("planner"),
+		harness.WithModel("scripted-large"),
+		harness.WithSystemPrompt("You plan days out. Use the tools."),
+		harness.WithMaxTokens(1024),
+		harness.WithTemperature(0.2),
+		harness.WithProvider(harnesstest.NewScriptedProvider(
+			harnesstest.Response{
+				Reasoning: "I need today's weather and the trend.",
+				Text:      "Let me check.",
+				ToolCalls: []harness.ToolCall{
+					harnesstest.Call("call_1", "get_weather", map[string]string{"city": "Lisbon"}),
+					harnesstest.Call("call_2", "research", map[string]string{"task": "How has Lisbon's weather been this week?"}),
+				},
+				Usage: harness.Usage{InputTokens: 1900, OutputTokens: 85, CacheCreationInputTokens: 1536, CacheReadInputTokens: 256, ReasoningTokens: 40},
+			},
+			harnesstest.Response{
+				Reasoning: "Rain is likely in the afternoon.",
+				Text:      "Go out this morning: 18°C now, with rain most afternoons. Take an umbrella.",
+				Usage:     harness.Usage{InputTokens: 2100, OutputTokens: 64, CacheReadInputTokens: 1792, CacheCreationInputTokens: 128, ReasoningTokens: 27},
+			},
+		)),
+		harness.WithTools(weather, harness.AgentTool(researcher, "research", "Ask the researcher subagent.")),
+		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+	)
+	if err != nil {
+		return err
+	}
+	defer planner.Close(ctx)
+
+	q := "Should I go out this morning or this afternoon in Lisbon?"
+	res, err := planner.Run(ctx, q)
+	if err != nil {
+		return err
+	}
+	u := res.Usage
+	fmt.Fprintf(w, "user: %s\nplanner: %s\n", q, res.Text)
+	fmt.Fprintf(w, "status %s, %d model requests; tokens: input %d (cache read %d, cache write %d), output %d (reasoning %d)\n",
+		res.Status, res.Steps, u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, u.ReasoningTokens)
+	return nil
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/harnessx/harnessx/exporters"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const wantSpans = 8 // 2 agents, 4 chats, execute_tool writer, execute_tool lookup_notes
+
+func clearEnv(t *testing.T) {
+	for _, k := range []string{"LANGSMITH_API_KEY", "LANGSMITH_PROJECT", "LANGSMITH_ENDPOINT", "HARNESSX_TRACES_FILE",
+		"OTEL_SERVICE_NAME", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		t.Setenv(k, "")
+	}
+}
+
+func TestRunWithoutKeyWritesFile(t *testing.T) {
+	clearEnv(t)
+	path := filepath.Join(t.TempDir(), "traces.jsonl")
+	t.Setenv("HARNESSX_TRACES_FILE", path)
+	var out bytes.Buffer
+	if err := run(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "LANGSMITH_API_KEY is not set: writing spans to "+path) {
+		t.Errorf("output does not say where the spans went:\n%s", out.String())
+	}
+	reqs, err := exporters.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSpans(t, reqs)
+}
+
+func TestRunWithKeySendsToLangSmith(t *testing.T) {
+	clearEnv(t)
+	var (
+		mu      sync.Mutex
+		reqs    []*coltracepb.ExportTraceServiceRequest
+		headers []http.Header
+		paths   []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		msg := &coltracepb.ExportTraceServiceRequest{}
+		if err := proto.Unmarshal(body, msg); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		reqs, headers, paths = append(reqs, msg), append(headers, r.Header.Clone()), append(paths, r.URL.Path)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	t.Setenv("LANGSMITH_API_KEY", "lsv2_test")
+	t.Setenv("LANGSMITH_PROJECT", "example-project")
+	t.Setenv("LANGSMITH_ENDPOINT", srv.URL)
+	var out bytes.Buffer
+	if err := run(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `tracing to LangSmith at `+srv.URL+`/otel/v1/traces, project "example-project"`) {
+		t.Errorf("output:\n%s", out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range paths {
+		if paths[i] != "/otel/v1/traces" || headers[i].Get("x-api-key") != "lsv2_test" || headers[i].Get("Langsmith-Project") != "example-project" {
+			t.Errorf("request %d: path %s, headers %v", i, paths[i], headers[i])
+		}
+	}
+	checkSpans(t, reqs)
+}
+
+// checkSpans checks the one tree of the run: the writer's invoke_agent
+// under the coordinator's execute_tool writer, and LangSmith's keys.
+func checkSpans(t *testing.T, reqs []*coltracepb.ExportTraceServiceRequest) {
+	t.Helper()
+	var spans []*tracepb.Span
+	for _, r := range reqs {
+		for _, rs := range r.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				spans = append(spans, ss.GetSpans()...)
+			}
+		}
+	}
+	if len(spans) != wantSpans {
+		t.Fatalf("%d spans, want %d", len(spans), wantSpans)
+	}
+	byName := map[string]*tracepb.Span{}
+	kinds := map[string]int{}
+	for _, s := range spans {
+		byName[s.GetName()] = s
+		for _, kv := range s.GetAttributes() {
+			if kv.GetKey() == "langsmith.span.kind" {
+				kinds[kv.GetValue().GetStringValue()]++
+			}
+		}
+		if !bytes.Equal(s.GetTraceId(), spans[0].GetTraceId()) {
+			t.Errorf("%s is in another trace", s.GetName())
+		}
+	}
+	if kinds["chain"] != 2 || kinds["llm"] != 4 || kinds["tool"] != 2 {
+		t.Errorf("langsmith.span.kind counts %v", kinds)
+	}
+	child, tool := byName["invoke_agent writer"], byName["execute_tool writer"]
+	if child == nil || tool == nil || !bytes.Equal(child.GetParentSpanId(), tool.GetSpanId()) {
+		t.Errorf("the writer's run is not under the coordinator's execute_tool writer span")
+	}
+	if root := byName["invoke_agent coordinator"]; root == nil || len(root.GetParentSpanId()) != 0 {
+		t.Errorf("invoke_agent coordinator is not the root")
+	}
+}
