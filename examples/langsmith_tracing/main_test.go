@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/harnessx/harnessx/exporters"
