@@ -50,6 +50,11 @@
 // run ID (harnessx.run.id), harnessx.run.status, the usage totals and the
 // user input and final text.
 //
+// The attributes a sampler or an OnStart span processor may need
+// (gen_ai.operation.name, the agent, model or tool name, the run or call ID,
+// gen_ai.conversation.id) are set when a span starts; the others when it
+// ends, in one call.
+//
 // # Statuses
 //
 // A failed run, a failed model request and a tool call that ended in an

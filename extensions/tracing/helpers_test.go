@@ -154,3 +154,5 @@ func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+func attrKey(k string) attribute.Key { return attribute.Key(k) }

@@ -95,9 +95,12 @@ func WithCaptureContent(on bool) Option {
 }
 
 // WithRedactor sets a function that every captured string value passes
-// through before it is set on a span; key is the attribute key. It must be
-// safe for concurrent use (tool calls run in parallel) and should be fast.
-// Values it changes are counted in [Stats].Redacted.
+// through before it is set on a span; key is the attribute key (error
+// messages used as span status descriptions pass with the key
+// "otel.status_description"). It must be safe for concurrent use (tool
+// calls run in parallel), fast and deterministic: the encoded system
+// prompt and tool definitions are reused while they do not change. Values
+// it changes are counted in [Stats].Redacted.
 func WithRedactor(r func(key, value string) string) Option {
 	return func(c *config) { c.redact = r }
 }
