@@ -48,8 +48,9 @@ func ReadRecordingInfo(dir string) (*RecordingInfo, error) {
 }
 
 // ExportJournal builds a bundle from the recording in dir (one session's
-// subdirectory) and writes it to w: the journal's events, the latest span
-// and session snapshots kept beside it, and, when asked, the indexed
+// subdirectory) and writes it to w: the journal's events, the spans of
+// their traces from the span snapshot kept beside the journal, the latest
+// session snapshot, and, when asked, the indexed
 // artifacts. It works on the journal of a process that crashed: a torn
 // last line is skipped and counted in the manifest. It honours ctx between
 // segments.
@@ -90,10 +91,8 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 		if err != nil {
 			return nil, fmt.Errorf("flight: %s: %w", SpansSnapshot, err)
 		}
-		if opts.RunID != "" {
-			ids := bw.TraceIDs()
-			FilterSpans(req, func(id string) bool { return ids[id] })
-		}
+		ids := bw.TraceIDs()
+		FilterSpans(req, func(id string) bool { return ids[id] })
 		if err := bw.SetSpans(req); err != nil {
 			return nil, err
 		}
@@ -115,7 +114,7 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 			}
 		}
 		for _, a := range arts {
-			bw.AddArtifact(a.Extension+"/"+a.Name, a.Path, a.SHA256)
+			bw.AddArtifact(a.MemberName(), a.Path, a.SHA256)
 		}
 	}
 	return bw.Close(opts.Now)

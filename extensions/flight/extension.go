@@ -52,6 +52,16 @@ type IndexedArtifact struct {
 	harness.Artifact
 }
 
+// MemberName returns the artifact's name in a bundle, under artifacts/:
+// its name, prefixed with the extension's name unless it already starts
+// with it.
+func (a IndexedArtifact) MemberName() string {
+	if strings.HasPrefix(a.Name, a.Extension+"/") {
+		return a.Name
+	}
+	return a.Extension + "/" + a.Name
+}
+
 // Extension is the flight recorder: a harness extension that records
 // every lifecycle event into a bounded in-memory ring and an on-disk
 // journal, and exports incident bundles on triggers. Build it with [New]
@@ -796,7 +806,7 @@ func (x *Extension) export(ctx context.Context, reason, runID string) (path stri
 			ec.Logger().Warn("flight: listing artifacts", "err", aerr)
 		}
 		for _, a := range arts {
-			bw.AddArtifact(a.Extension+"/"+a.Name, a.Path, a.SHA256)
+			bw.AddArtifact(a.MemberName(), a.Path, a.SHA256)
 		}
 	}
 	if _, err := bw.Close(now); err != nil {

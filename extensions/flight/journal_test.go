@@ -142,8 +142,8 @@ func TestJournalDropsWhenFull(t *testing.T) {
 func TestReadSegment(t *testing.T) {
 	good := string(line(1)) + string(line(2))
 	tests := []struct {
-		name                   string
-		in                     string
+		name                  string
+		in                    string
 		events, torn, corrupt int
 	}{
 		{"clean", good, 2, 0, 0},

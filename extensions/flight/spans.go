@@ -1,8 +1,10 @@
 package flight
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -141,9 +143,9 @@ func SpansToOTLP(ctx context.Context, spans []sdktrace.ReadOnlySpan) (*coltracep
 	return req, nil
 }
 
-// MarshalSpans encodes an export request as OTLP JSON (protojson, the
-// encoding OTLP/HTTP JSON uses), after redacting it with red (when not
-// nil).
+// MarshalSpans encodes an export request as compact OTLP JSON (protojson,
+// the encoding OTLP/HTTP JSON uses), after redacting it with red (when not
+// nil). Equal requests give equal bytes.
 func MarshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]byte, error) {
 	if red != nil {
 		RedactSpans(req, red)
@@ -152,7 +154,13 @@ func MarshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]b
 	if err != nil {
 		return nil, fmt.Errorf("flight: spans: %w", err)
 	}
-	return b, nil
+	// protojson varies its whitespace from build to build on purpose;
+	// compact it so that equal spans give equal bytes (and checksums).
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		return nil, fmt.Errorf("flight: spans: %w", err)
+	}
+	return out.Bytes(), nil
 }
 
 // UnmarshalSpans decodes OTLP JSON written by [MarshalSpans].

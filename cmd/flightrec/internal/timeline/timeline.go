@@ -1,0 +1,302 @@
+// Package timeline turns an incident bundle into the human timeline that
+// flightrec show prints, and its JSON form.
+package timeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/harnessx/harnessx/extensions/flight"
+)
+
+// Timeline is what flightrec show reports about a bundle.
+type Timeline struct {
+	Bundle    string           `json:"bundle"`
+	Verified  bool             `json:"verified"`
+	Problems  []flight.Problem `json:"problems,omitempty"`
+	Created   time.Time        `json:"created"`
+	Reason    string           `json:"reason,omitempty"`
+	Agent     string           `json:"agent,omitempty"`
+	SessionID string           `json:"session_id,omitempty"`
+	RunIDs    []string         `json:"run_ids,omitempty"`
+	Start     time.Time        `json:"start"`
+	End       time.Time        `json:"end"`
+	Duration  Millis           `json:"duration_ms"`
+	Totals    Totals           `json:"totals"`
+	Entries   []Entry          `json:"entries"`
+	// FirstFailure is the index in Entries of the first failure, or -1.
+	FirstFailure int `json:"first_failure"`
+}
+
+// Totals sums a bundle's events.
+type Totals struct {
+	Events              int            `json:"events"`
+	ModelRequests       int            `json:"model_requests"`
+	InputTokens         int64          `json:"input_tokens"`
+	OutputTokens        int64          `json:"output_tokens"`
+	CacheReadTokens     int64          `json:"cache_read_tokens"`
+	CacheCreationTokens int64          `json:"cache_creation_tokens"`
+	ReasoningTokens     int64          `json:"reasoning_tokens"`
+	ToolCalls           int            `json:"tool_calls"`
+	ToolFailures        int            `json:"tool_failures"`
+	Failures            int            `json:"failures"`
+	Spans               int            `json:"spans"`
+	Artifacts           []string       `json:"artifacts"`
+	MissingArtifacts    []string       `json:"missing_artifacts,omitempty"`
+	Redactions          map[string]int `json:"redactions"`
+}
+
+// Entry is one line of the timeline.
+type Entry struct {
+	Offset   Millis      `json:"offset_ms"`
+	Time     time.Time   `json:"time"`
+	Kind     flight.Kind `json:"kind"`
+	Step     int         `json:"step,omitempty"`
+	Duration Millis      `json:"duration_ms,omitempty"`
+	Detail   string      `json:"detail"`
+	Failure  bool        `json:"failure,omitempty"`
+}
+
+// Millis is a duration shown in milliseconds.
+type Millis time.Duration
+
+// MarshalJSON encodes d as a number of milliseconds.
+func (d Millis) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, float64(time.Duration(d).Microseconds())/1000, 'f', -1, 64), nil
+}
+
+// Build makes the timeline of b, read from the file name.
+func Build(name string, b *flight.Bundle) (*Timeline, error) {
+	evs, err := b.Events()
+	if err != nil {
+		return nil, err
+	}
+	m := b.Manifest
+	tl := &Timeline{
+		Bundle: name, Verified: true, Created: m.Created, Reason: m.Reason, Agent: m.Agent, SessionID: m.SessionID,
+		RunIDs: m.RunIDs, FirstFailure: -1, Entries: []Entry{},
+	}
+	if verr := b.Verify(); verr != nil {
+		tl.Verified = false
+		if ve, ok := verr.(*flight.VerifyError); ok {
+			tl.Problems = ve.Problems
+		}
+	}
+	t := &tl.Totals
+	t.Spans = m.Spans
+	t.Artifacts = b.Artifacts()
+	if t.Artifacts == nil {
+		t.Artifacts = []string{}
+	}
+	t.MissingArtifacts = m.MissingArtifacts
+	t.Redactions = m.Redaction.Counts
+	if t.Redactions == nil {
+		t.Redactions = map[string]int{}
+	}
+	if len(evs) > 0 {
+		tl.Start, tl.End = evs[0].Time, evs[0].Time
+	}
+	for _, e := range evs {
+		if e.Time.Before(tl.Start) {
+			tl.Start = e.Time
+		}
+		if e.Time.After(tl.End) {
+			tl.End = e.Time
+		}
+	}
+	tl.Duration = Millis(tl.End.Sub(tl.Start))
+	for i := range evs {
+		e := &evs[i]
+		t.Events++
+		switch e.Kind {
+		case flight.KindModelResponse:
+			t.ModelRequests++
+			t.InputTokens += e.InputTokens
+			t.OutputTokens += e.OutputTokens
+			t.CacheReadTokens += e.CacheReadTokens
+			t.CacheCreationTokens += e.CacheCreationTokens
+			t.ReasoningTokens += e.ReasoningTokens
+		case flight.KindToolCall:
+			t.ToolCalls++
+		case flight.KindToolResult:
+			if e.IsFailure() {
+				t.ToolFailures++
+			}
+		}
+		fail := e.IsFailure()
+		if fail {
+			t.Failures++
+			if tl.FirstFailure < 0 {
+				tl.FirstFailure = len(tl.Entries)
+			}
+		}
+		tl.Entries = append(tl.Entries, Entry{
+			Offset: Millis(e.Time.Sub(tl.Start)), Time: e.Time, Kind: e.Kind, Step: e.Step,
+			Duration: Millis(e.Duration), Detail: detail(e), Failure: fail,
+		})
+	}
+	return tl, nil
+}
+
+func quote(s string, truncated bool) string {
+	if len(s) > 100 {
+		s, truncated = s[:100], true
+	}
+	q := strconv.Quote(s)
+	if truncated {
+		q += "…"
+	}
+	return q
+}
+
+func detail(e *flight.Event) string {
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	switch e.Kind {
+	case flight.KindRunStart:
+		add("%s", quote(e.Text, e.Truncated))
+	case flight.KindRunEnd:
+		add("%s", e.Status)
+		if e.InputTokens+e.OutputTokens > 0 {
+			add("tokens in %d out %d", e.InputTokens, e.OutputTokens)
+		}
+	case flight.KindModelRequest:
+		add("%s, %d messages", e.Model, e.Messages)
+	case flight.KindModelResponse:
+		add("%s", e.Model)
+		if e.Error == "" {
+			add("in %d out %d", e.InputTokens, e.OutputTokens)
+			if e.CacheReadTokens > 0 || e.CacheCreationTokens > 0 {
+				add("cache read %d write %d", e.CacheReadTokens, e.CacheCreationTokens)
+			}
+			if e.ReasoningTokens > 0 {
+				add("reasoning %d", e.ReasoningTokens)
+			}
+			if e.StopReason != "" {
+				add("stop %s", e.StopReason)
+			}
+		}
+	case flight.KindToolCall:
+		add("%s %s %s", e.Tool, e.CallID, quote(e.Text, e.Truncated))
+	case flight.KindToolResult:
+		add("%s %s %s", e.Tool, e.CallID, e.Status)
+		size := e.Size
+		if size == 0 {
+			size = len(e.Text)
+		}
+		add("%d bytes %s", size, quote(e.Text, e.Truncated))
+	case flight.KindApproval:
+		add("%s %s %s", e.Tool, e.CallID, quote(e.Text, e.Truncated))
+	case flight.KindHookFailed:
+		add("hook of %s", e.FailedEvent)
+	case flight.KindExtensionError:
+		add("extension %q %s", e.Extension, e.Op)
+	case flight.KindIncident:
+		add("bundle %s (%s)", e.Path, e.Reason)
+	}
+	if e.Error != "" {
+		add("error: %s", e.Error)
+	}
+	return strings.Join(parts, "  ")
+}
+
+// WriteText prints the timeline for people.
+func (tl *Timeline) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
+	p("bundle:    %s\n", tl.Bundle)
+	if tl.Verified {
+		p("verified:  ok\n")
+	} else {
+		p("verified:  FAILED\n")
+		for _, pr := range tl.Problems {
+			p("           %s: %s\n", pr.Member, pr.Reason)
+		}
+	}
+	p("created:   %s\n", tl.Created.Format(time.RFC3339))
+	if tl.Reason != "" {
+		p("reason:    %s\n", tl.Reason)
+	}
+	p("agent:     %s   session: %s\n", tl.Agent, tl.SessionID)
+	p("runs:      %s\n", strings.Join(tl.RunIDs, ", "))
+	p("time:      %s .. %s (%s)\n", tl.Start.UTC().Format(time.RFC3339Nano), tl.End.UTC().Format(time.RFC3339Nano), time.Duration(tl.Duration))
+	t := tl.Totals
+	p("model:     %d requests; tokens in %d (cache read %d, cache write %d), out %d (reasoning %d)\n",
+		t.ModelRequests, t.InputTokens, t.CacheReadTokens, t.CacheCreationTokens, t.OutputTokens, t.ReasoningTokens)
+	p("tools:     %d calls, %d failed\n", t.ToolCalls, t.ToolFailures)
+	p("failures:  %d\n", t.Failures)
+	p("spans:     %d   artifacts: %d", t.Spans, len(t.Artifacts))
+	if len(t.MissingArtifacts) > 0 {
+		p(" (%d missing)", len(t.MissingArtifacts))
+	}
+	p("\n")
+	var red []string
+	for _, k := range slices.Sorted(maps.Keys(t.Redactions)) {
+		red = append(red, fmt.Sprintf("%s=%d", k, t.Redactions[k]))
+	}
+	if len(red) == 0 {
+		red = []string{"none"}
+	}
+	p("redacted:  %s\n\n", strings.Join(red, " "))
+
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	for i, e := range tl.Entries {
+		mark := "   "
+		switch {
+		case i == tl.FirstFailure:
+			mark = ">>>"
+		case e.Failure:
+			mark = " ! "
+		}
+		step := ""
+		if e.Step > 0 {
+			step = fmt.Sprintf("step %d", e.Step)
+		}
+		dur := ""
+		if e.Duration > 0 {
+			dur = time.Duration(e.Duration).String()
+		}
+		fmt.Fprintf(tw, "%s +%.3fs\t%s\t%s\t%s\t%s\n", mark, time.Duration(e.Offset).Seconds(), e.Kind, step, dur, e.Detail)
+	}
+	tw.Flush()
+	if tl.FirstFailure >= 0 {
+		e := tl.Entries[tl.FirstFailure]
+		p("\nfirst failure: +%.3fs %s", time.Duration(e.Offset).Seconds(), e.Kind)
+		if e.Step > 0 {
+			p(" (step %d)", e.Step)
+		}
+		p(": %s\n", e.Detail)
+	} else {
+		p("\nno failure recorded\n")
+	}
+	return ew.err
+}
+
+// WriteJSON prints the timeline as indented JSON.
+func (tl *Timeline) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(tl)
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
