@@ -221,6 +221,68 @@ func (e *Extension) putBuf(b *[]byte) {
 	e.bufs.Put(b)
 }
 
+// historyCache encodes gen_ai.input.messages incrementally. The messages
+// of a conversation never change once added (the harness forbids it), so
+// a message already encoded, recognized by its role and the identity of its
+// parts, is not encoded again; a middleware that replaces messages breaks
+// the identity, and the encoding restarts from the first difference. It is
+// guarded by a mutex: an agent's model requests are sequential, so it is
+// not contended.
+type historyCache struct {
+	mu   sync.Mutex
+	ids  []msgID
+	ends []int  // ends[i] is len(buf) after message i
+	buf  []byte // "[" then the messages, comma-separated, without the "]"
+}
+
+// maxHistoryBytes bounds the encoding the cache keeps between requests.
+const maxHistoryBytes = 4 << 20
+
+type msgID struct {
+	role  harness.Role
+	first *harness.Part
+	n     int
+}
+
+func idOf(m *harness.Message) msgID {
+	id := msgID{role: m.Role, n: len(m.Content)}
+	if len(m.Content) > 0 {
+		id.first = &m.Content[0]
+	}
+	return id
+}
+
+// encode returns msgs as the JSON of gen_ai.input.messages.
+func (h *historyCache) encode(msgs []harness.Message) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := 0
+	for k < len(msgs) && k < len(h.ids) && h.ids[k] == idOf(&msgs[k]) {
+		k++
+	}
+	h.ids, h.ends = h.ids[:k], h.ends[:k]
+	if k == 0 {
+		h.buf = append(h.buf[:0], '[')
+	} else {
+		h.buf = h.buf[:h.ends[k-1]]
+	}
+	for i := k; i < len(msgs); i++ {
+		if i > 0 {
+			h.buf = append(h.buf, ',')
+		}
+		h.buf = appendMessage(h.buf, &msgs[i], "")
+		h.ids = append(h.ids, idOf(&msgs[i]))
+		h.ends = append(h.ends, len(h.buf))
+	}
+	h.buf = append(h.buf, ']')
+	out := string(h.buf)
+	h.buf = h.buf[:len(h.buf)-1]
+	if len(h.buf) > maxHistoryBytes {
+		h.ids, h.ends, h.buf = nil, nil, nil
+	}
+	return out
+}
+
 // ---- JSON in the OpenTelemetry GenAI parts schema ----
 
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.

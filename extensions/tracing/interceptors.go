@@ -213,10 +213,7 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		}))
 	}
 	if e.cfg.capture {
-		b := e.getBuf()
-		*b = appendMessages(*b, req.Messages)
-		r.content(semconv.GenAIInputMessagesKey, string(*b))
-		e.putBuf(b)
+		r.content(semconv.GenAIInputMessagesKey, e.history.encode(req.Messages))
 	}
 
 	// The response.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -179,5 +180,46 @@ func TestFinishReason(t *testing.T) {
 				t.Errorf("%q → %q, want %q", in, got, want)
 			}
 		})
+	}
+}
+
+func TestHistoryCacheMatchesFullEncoding(t *testing.T) {
+	var h historyCache
+	var msgs []harness.Message
+	add := func(m harness.Message) { msgs = append(msgs, m) }
+	check := func(step string, in []harness.Message) {
+		t.Helper()
+		got, want := h.encode(in), string(appendMessages(nil, in))
+		if got != want {
+			t.Fatalf("%s:\n got %s\nwant %s", step, got, want)
+		}
+	}
+	steps := []struct {
+		name string
+		do   func() []harness.Message
+	}{
+		{"empty", func() []harness.Message { return nil }},
+		{"first message", func() []harness.Message { add(harness.UserMessage("hi")); return msgs }},
+		{"growth", func() []harness.Message {
+			add(harness.AssistantMessage("hello"))
+			add(harness.UserMessage("more"))
+			return msgs
+		}},
+		{"same again", func() []harness.Message { return msgs }},
+		{"a middleware replaced the middle message", func() []harness.Message {
+			c := slices.Clone(msgs)
+			c[1] = harness.AssistantMessage("edited")
+			return c
+		}},
+		{"back to the history", func() []harness.Message { return msgs }},
+		{"a shorter list", func() []harness.Message { return msgs[:1] }},
+		{"reset conversation", func() []harness.Message {
+			msgs = nil
+			add(harness.UserMessage("new"))
+			return msgs
+		}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) { check(s.name, s.do()) })
 	}
 }

@@ -135,8 +135,11 @@ type Extension struct {
 	// cache holds encodings that rarely change between requests.
 	cache encCache
 	names nameCache
-	bufs  sync.Pool // *[]byte
-	kvs   sync.Pool // *[]attribute.KeyValue
+	// history keeps the encoding of the conversation so far: each model
+	// request encodes only the messages added since the previous one.
+	history historyCache
+	bufs    sync.Pool // *[]byte
+	kvs     sync.Pool // *[]attribute.KeyValue
 
 	kindInternal, kindClient trace.SpanStartOption
 
