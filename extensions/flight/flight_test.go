@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,5 +270,151 @@ func TestRecordRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// failingStart is an extension whose turn start fails.
+type failingStart struct{}
+
+func (failingStart) Name() string                            { return "broken" }
+func (failingStart) Install(*harness.ExtensionContext) error { return nil }
+func (failingStart) OnTurnStart(context.Context, *harness.ExtensionContext, string) error {
+	return errors.New("database unreachable")
+}
+
+func TestRecordFailuresAndApprovals(t *testing.T) {
+	askTool := harness.MustTool(harness.NewTool("deploy", "Deploy.", func(_ context.Context, in echoIn) (string, error) { return "deployed", nil }))
+	askTool.Permission = harness.PermissionAsk
+	tests := []struct {
+		name   string
+		opts   []harness.Option
+		script []harnesstest.Response
+		tools  []*harness.Tool
+		check  func(t *testing.T, evs []flight.Event)
+	}{
+		{
+			name:   "hook failure",
+			opts:   []harness.Option{harness.WithHook(harness.EventRunStart, func(context.Context, *harness.Event) error { return errors.New("metrics down") })},
+			script: []harnesstest.Response{harnesstest.Reply("ok")},
+			check: func(t *testing.T, evs []flight.Event) {
+				e := find(evs, flight.KindHookFailed)
+				if e == nil || e.FailedEvent != "run_start" || !strings.Contains(e.Error, "metrics down") {
+					t.Errorf("hook_failed event %+v", e)
+				}
+			},
+		},
+		{
+			name:   "extension failure",
+			opts:   []harness.Option{harness.WithExtensions(failingStart{})},
+			script: []harnesstest.Response{harnesstest.Reply("ok")},
+			check: func(t *testing.T, evs []flight.Event) {
+				e := find(evs, flight.KindExtensionError)
+				if e == nil || e.Extension != "broken" || e.Op != "turn_start" || !strings.Contains(e.Error, "database unreachable") {
+					t.Errorf("extension_error event %+v", e)
+				}
+				if n := count(evs, flight.KindExtensionError); n != 1 {
+					t.Errorf("%d extension_error events, want 1", n)
+				}
+			},
+		},
+		{
+			name:   "approval",
+			script: []harnesstest.Response{harnesstest.CallTool("c1", "deploy", map[string]string{"text": "prod"})},
+			tools:  []*harness.Tool{askTool},
+			check: func(t *testing.T, evs []flight.Event) {
+				e := find(evs, flight.KindApproval)
+				if e == nil || e.Tool != "deploy" || e.CallID != "c1" {
+					t.Errorf("approval event %+v", e)
+				}
+				end := find(evs, flight.KindRunEnd)
+				if end == nil || end.Status != "paused" {
+					t.Errorf("run_end %+v", end)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rec := flight.New(flight.WithDir(dir))
+			a, err := harness.New(append([]harness.Option{
+				harness.WithSessionID("s"),
+				harness.WithLogger(slog.New(slog.DiscardHandler)),
+				harness.WithProvider(harnesstest.NewScriptedProvider(tt.script...)),
+				harness.WithTools(tt.tools...),
+				harness.WithExtensions(rec),
+			}, tt.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Run(context.Background(), "go")
+			if err := a.Close(context.Background()); err != nil && !errors.Is(err, harness.ErrExtension) {
+				t.Fatal(err)
+			}
+			evs, _ := journalEvents(t, filepath.Join(dir, "s"))
+			if got := rec.Events(); len(got) != len(evs) {
+				t.Errorf("ring has %d events, journal %d", len(got), len(evs))
+			}
+			tt.check(t, evs)
+		})
+	}
+}
+
+func find(evs []flight.Event, k flight.Kind) *flight.Event {
+	for i := range evs {
+		if evs[i].Kind == k {
+			return &evs[i]
+		}
+	}
+	return nil
+}
+
+func count(evs []flight.Event, k flight.Kind) int {
+	n := 0
+	for _, e := range evs {
+		if e.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRingBounded(t *testing.T) {
+	dir := t.TempDir()
+	rec := flight.New(flight.WithDir(dir), flight.WithRingSize(16))
+	script := []harnesstest.Response{}
+	for i := 0; i < 10; i++ {
+		script = append(script, harnesstest.CallTool(fmt.Sprintf("c%d", i), "echo", map[string]string{"text": "x"}))
+	}
+	script = append(script, harnesstest.Reply("done"))
+	a, err := harness.New(harness.WithSessionID("s"), harness.WithProvider(harnesstest.NewScriptedProvider(script...)),
+		harness.WithTools(echoTool()), harness.WithExtensions(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	a.Close(context.Background())
+	ring := rec.Events()
+	journal, _ := journalEvents(t, filepath.Join(dir, "s"))
+	st := rec.Stats()
+	if len(ring) != 16 || len(journal) != 44 || st.Events != 44 || st.Evicted != 28 {
+		t.Fatalf("ring %d, journal %d, stats %+v", len(ring), len(journal), st)
+	}
+	if ring[15].Kind != flight.KindRunEnd || ring[0].Seq != 29 {
+		t.Errorf("ring holds seq %d..%d", ring[0].Seq, ring[15].Seq)
+	}
+}
+
+func TestInstallTwice(t *testing.T) {
+	rec := flight.New(flight.WithDir(t.TempDir()))
+	a, err := harness.New(harness.WithProvider(harnesstest.NewScriptedProvider()), harness.WithExtensions(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	if _, err := harness.New(harness.WithProvider(harnesstest.NewScriptedProvider()), harness.WithExtensions(rec)); err == nil {
+		t.Fatal("a second install of the same recorder succeeded")
 	}
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/harnessx/harnessx/extensions/flight"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestRun(t *testing.T) {
+	t.Setenv(flight.EnvDir, t.TempDir())
+	var out bytes.Buffer
+	if err := run(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`incident bundle: (\S+)`).FindStringSubmatch(out.String())
+	if m == nil || !strings.Contains(out.String(), "flightrec show "+m[1]) {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	b, err := flight.ReadBundleFile(m[1], flight.ReadOptions{KeepArtifacts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if b.Manifest.Reason != "run_failure" || b.Manifest.Spans == 0 || len(b.Artifacts()) != 1 {
+		t.Errorf("manifest %+v, artifacts %v", b.Manifest, b.Artifacts())
+	}
+	names := []string{flight.ManifestName}
+	for _, mem := range b.Members {
+		names = append(names, mem.Name)
+	}
+	for _, n := range names {
+		data, _ := b.Member(n)
+		for _, secret := range []string{"EXAMPLE0000SECRET", "eyJhbGciOiJIUzI1NiJ9"} {
+			if strings.Contains(string(data), secret) {
+				t.Errorf("%s holds %q", n, secret)
+			}
+		}
+	}
+	if c := b.Manifest.Redaction.Counts; c[flight.RuleAnthropicKey] == 0 || c[flight.RuleBearer] == 0 {
+		t.Errorf("redaction counts %v", c)
+	}
+}
