@@ -3,6 +3,7 @@ package jaegertest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -51,9 +52,26 @@ func Binary(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("jaegertest: %v", err)
 	}
-	t.Logf("jaegertest: %s is unset and %s is missing; building Jaeger with go build in tools/ (takes several minutes and ~2 GB)", EnvBinary, target)
+	t.Logf("jaegertest: %s is unset and %s is missing; building Jaeger with go build in tools/ (several minutes and ~2 GB on a cold build cache)", EnvBinary, target)
+	ctx := context.Background()
+	if dt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		d, ok := dt.Deadline()
+		if !ok {
+			d = time.Now().Add(24 * time.Hour)
+		}
+		// Stop in time to fail with a clear message rather than be killed
+		// by the test timeout; the compiled packages stay in the Go build
+		// cache, so the next attempt continues where this one stopped.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		defer cancel()
+	}
 	start := time.Now()
-	if err := build(filepath.Join(root, "tools"), target); err != nil {
+	if err := build(ctx, filepath.Join(root, "tools"), target); err != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("jaegertest: building Jaeger did not finish before the test timeout (%v spent): run .ci/jaeger.sh and set %s, or use go test -timeout 30m: %v",
+				time.Since(start).Round(time.Second), EnvBinary, err)
+		}
 		t.Fatalf("jaegertest: building Jaeger: %v", err)
 	}
 	t.Logf("jaegertest: built %s in %v", target, time.Since(start).Round(time.Second))
@@ -154,11 +172,45 @@ func repoRoot() (string, error) {
 	}
 }
 
+// staleLock is how old a build lock may grow before another test binary
+// takes it over.
+const staleLock = 30 * time.Minute
+
 // build compiles Jaeger into target, through a temporary file renamed into
-// place, so that concurrent builds never expose a partial binary.
-func build(toolsDir, target string) error {
+// place, so that no one sees a partial binary. A lock file next to target
+// keeps test binaries running in parallel (go test ./...) from building
+// it twice: the others wait for the first.
+func build(ctx context.Context, toolsDir, target string) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
+	}
+	lock := target + ".lock"
+	for {
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			f.Close()
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if executable(target) == nil {
+			return nil // built by another test binary meanwhile
+		}
+		if fi, err := os.Stat(lock); err == nil && time.Since(fi.ModTime()) > staleLock {
+			os.Remove(lock)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for another build (%s): %w", lock, ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+	defer os.Remove(lock)
+	if executable(target) == nil {
+		return nil
 	}
 	tmp := fmt.Sprintf("%s.tmp-%d", target, os.Getpid())
 	defer os.Remove(tmp)
@@ -166,7 +218,7 @@ func build(toolsDir, target string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(gobin, "build", "-o", tmp, jaegerModule+"/cmd/jaeger")
+	cmd := exec.CommandContext(ctx, gobin, "build", "-o", tmp, jaegerModule+"/cmd/jaeger")
 	cmd.Dir = toolsDir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
