@@ -51,6 +51,7 @@ type ConfigError struct {
 	Reason string
 }
 
+// Error describes the invalid option.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("tracing: %s: %s", e.Option, e.Reason)
 }
