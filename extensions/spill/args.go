@@ -95,6 +95,13 @@ func parseArgs(data []byte) (*args, error) {
 	if !slices.Contains(ops, a.Op) {
 		return nil, &ArgError{Field: "op", Reason: fmt.Sprintf("%q is not an operation; use one of %v", a.Op, ops)}
 	}
+	// An empty list is no list (so that a request round-trips).
+	if len(a.Where) == 0 {
+		a.Where = nil
+	}
+	if len(a.Columns) == 0 {
+		a.Columns = nil
+	}
 	// Fields given for another operation are mistakes worth reporting.
 	set := map[string]bool{
 		"unit": a.Unit != "", "offset": a.Offset != 0, "limit": a.Limit != 0, "pattern": a.Pattern != "",

@@ -73,6 +73,7 @@ type output struct {
 	max  int
 	cut  bool
 	note string // how to get the rest, when cut
+	raw  bool   // the body is content as stored (a byte slice): keep it exact
 }
 
 func newOutput(max int) *output { return &output{max: max} }
@@ -109,6 +110,9 @@ func (o *output) String() string {
 		}
 		b.WriteString("]")
 	}
+	if o.raw {
+		return b.String()
+	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
@@ -143,6 +147,7 @@ func sliceBytes(f File, m *Meta, a *args, out *output) error {
 	}
 	end := a.Offset + int64(k)
 	fmt.Fprintf(&out.head, "bytes %d to %d of %d (result %s, %s):\n", a.Offset, end, m.Size, m.ID, m.Type)
+	out.raw = true
 	out.body.WriteString(strings.ToValidUTF8(string(buf[:k]), "\uFFFD"))
 	if int64(k) < a.Limit && end < m.Size {
 		fmt.Fprintf(&out.body, "\n[cut at %d bytes; continue with unit=bytes offset=%d]", out.max, end)

@@ -8,8 +8,8 @@ import (
 	"io"
 	"regexp"
 	"regexp/syntax"
-	"strings"
 	"strconv"
+	"strings"
 )
 
 // Search reads the file in large chunks and finds candidate lines without
@@ -60,6 +60,7 @@ func search(ctx context.Context, f File, m *Meta, a *args, out *output, buf []by
 		more = fmt.Sprintf("; stopped at max_matches=%d, more may follow: search again with offset=%d", s.max, s.lastMatch)
 		out.note = fmt.Sprintf("search again with offset=%d", s.lastMatch)
 	} else if out.full() {
+		more = fmt.Sprintf(" before the output was full; more may follow: search again with offset=%d", s.lastMatch)
 		out.note = fmt.Sprintf("search again with offset=%d or a narrower pattern", s.lastMatch)
 	}
 	from := ""

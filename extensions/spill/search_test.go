@@ -82,7 +82,7 @@ func runSearch(t testing.TB, data []byte, a *args, chunk, keep int) (string, int
 
 type nopFile struct{ *bytes.Reader }
 
-func (nopFile) Close() error   { return nil }
+func (nopFile) Close() error  { return nil }
 func (nopFile) Stamp() string { return "" }
 
 // TestSearchMatchesReference runs the chunked search with tiny chunks, so

@@ -1,0 +1,141 @@
+package spill
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// peakHeap runs fn while sampling runtime.MemStats.HeapInuse and returns
+// the peak.
+func peakHeap(fn func()) uint64 {
+	runtime.GC()
+	var peak atomic.Uint64
+	sample := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapInuse > peak.Load() {
+			peak.Store(ms.HeapInuse)
+		}
+	}
+	sample()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	})
+	fn()
+	close(stop)
+	wg.Wait()
+	sample()
+	return peak.Load()
+}
+
+// TestLargeResultBoundedHeap stores a 200 MB result and reads it with
+// every kind of operation, with the heap staying small throughout.
+func TestLargeResultBoundedHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 400 MB of files")
+	}
+	const size = 200 << 20
+	const limit = 32 << 20
+	dir := t.TempDir()
+	src := filepath.Join(dir, "big.log")
+	// Stream the file to disk: a 1 MiB block of lines, written 200 times;
+	// one line in 10,000 holds the rare word.
+	var block strings.Builder
+	for i := 0; block.Len() < 1<<20-200; i++ {
+		if i%10_000 == 5_000 {
+			fmt.Fprintf(&block, "%07d WARN shipment rerouted through the zanzibar hub\n", i)
+		} else {
+			fmt.Fprintf(&block, "%07d INFO GET /api/v1/items/%d status=200 latency=%dms\n", i, i, i%1000)
+		}
+	}
+	blk := block.String()
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var written int64
+	for written < size {
+		n, _ := w.WriteString(blk)
+		written += int64(n)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	blocks := written / int64(len(blk))
+	rarePerBlock := int64(strings.Count(blk, "zanzibar"))
+	linesPerBlock := int64(strings.Count(blk, "\n"))
+
+	e := newExt(t, WithDir(filepath.Join(dir, "store")), WithVerifyEveryRead(true), WithMaxOutput(256<<10))
+	var r Result
+	peak := peakHeap(func() {
+		f, err := os.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r, err = e.Spill(t.Context(), "logs", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if peak > limit {
+		t.Errorf("storing: peak HeapInuse %d MB", peak>>20)
+	}
+	if r.Size != written || r.Lines != blocks*linesPerBlock {
+		t.Fatalf("stored %d bytes, %d lines; want %d, %d", r.Size, r.Lines, written, blocks*linesPerBlock)
+	}
+	cases := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"search rare word", map[string]any{"op": "search", "pattern": "zanzibar", "max_matches": 1000},
+			fmt.Sprintf(": %d matching lines\n", blocks*rarePerBlock)},
+		{"search regexp with a literal prefix", map[string]any{"op": "search", "pattern": `zanzi(bar|baz) hub$`, "context": 1, "max_matches": 1000},
+			fmt.Sprintf(": %d matching lines\n", blocks*rarePerBlock)},
+		{"slice near the end", map[string]any{"op": "slice", "offset": blocks*linesPerBlock - 2},
+			fmt.Sprintf("lines %d to %d", blocks*linesPerBlock-1, blocks*linesPerBlock)},
+		{"search past max", map[string]any{"op": "search", "pattern": "INFO", "max_matches": 1000}, "stopped at max_matches=1000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.args["id"] = r.ID
+			var out string
+			peak := peakHeap(func() {
+				var err error
+				out, err = read(e, c.args)
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Logf("peak HeapInuse %.1f MB", float64(peak)/(1<<20))
+			if peak > limit {
+				t.Errorf("peak HeapInuse %d MB, limit %d MB", peak>>20, limit>>20)
+			}
+			if !strings.Contains(out, c.want) {
+				t.Errorf("output lacks %q:\n%.400s", c.want, out)
+			}
+		})
+	}
+}
