@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/harnessx/harnessx/harness"
 )
@@ -30,6 +31,14 @@ func (r *recorder) content(key attribute.Key, v string) {
 		r.truncated = append(r.truncated, string(key))
 	}
 	r.kvs = append(r.kvs, key.String(v))
+	if r.e.cfg.promptKeys {
+		switch key {
+		case semconv.GenAIInputMessagesKey, semconv.GenAIToolCallArgumentsKey:
+			r.kvs = append(r.kvs, KeyPrompt.String(v)) // the same string: no copy
+		case semconv.GenAIOutputMessagesKey, semconv.GenAIToolCallResultKey:
+			r.kvs = append(r.kvs, KeyCompletion.String(v))
+		}
+	}
 }
 
 // cached adds a value from the cache, counting its redaction and cut again

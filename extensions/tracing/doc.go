@@ -41,6 +41,10 @@
 // the run. A streamed reply adds a new_token event at its first chunk.
 // Each retry of a request is its own chat span with harnessx.attempt.
 //
+// [WithLangSmithPromptKeys] also sets the captured inputs and outputs
+// under gen_ai.prompt and gen_ai.completion, the keys LangSmith's OTel
+// ingestion documents for a run's inputs and outputs.
+//
 // Messages are JSON in the GenAI parts schema: a list of {role, parts} with
 // parts of type text, reasoning, tool_call (id, name, arguments) and
 // tool_call_response (id, response).

@@ -56,6 +56,12 @@ const (
 	// KeyToolStatus is the tool call's harness.ToolStatus.
 	KeyToolStatus = attribute.Key("harnessx.tool.status")
 
+	// KeyPrompt and KeyCompletion are the older GenAI keys that LangSmith's
+	// OTel ingestion documents as a run's inputs and outputs; the extension
+	// sets them only with [WithLangSmithPromptKeys].
+	KeyPrompt     = attribute.Key("gen_ai.prompt")
+	KeyCompletion = attribute.Key("gen_ai.completion")
+
 	// KeyTruncated lists the keys of the span whose values were cut at the
 	// attribute cap.
 	KeyTruncated = attribute.Key("harnessx.truncated")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -154,6 +155,47 @@ func TestHooksSeeTheSpans(t *testing.T) {
 			ss := byName(all, tt.span)
 			if got, want := seen[tt.ev], ss[len(ss)-1].SpanContext().SpanID(); got != want {
 				t.Errorf("hook saw span %v, want %s's %v", got, tt.span, want)
+			}
+		})
+	}
+}
+
+func TestLangSmithPromptKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []tracing.Option
+		want bool
+	}{
+		{"default off", nil, false},
+		{"on", []tracing.Option{tracing.WithLangSmithPromptKeys(true)}, true},
+		{"on but capture off", []tracing.Option{tracing.WithLangSmithPromptKeys(true), tracing.WithCaptureContent(false)}, false},
+	}
+	pairs := map[string][2]attribute.Key{
+		"invoke_agent weatherbot": {semconv.GenAIInputMessagesKey, semconv.GenAIOutputMessagesKey},
+		"chat m":                  {semconv.GenAIInputMessagesKey, semconv.GenAIOutputMessagesKey},
+		"execute_tool weather":    {semconv.GenAIToolCallArgumentsKey, semconv.GenAIToolCallResultKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tp, sr := recorderTP(t)
+			a := newAgentExt(t, tracing.New(append([]tracing.Option{tracing.WithTracerProvider(tp)}, tt.opts...)...), weatherScript)
+			if _, err := a.Run(context.Background(), "weather?"); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range spans(sr) {
+				m := attrs(s)
+				p, hasP := m[tracing.KeyPrompt]
+				c, hasC := m[tracing.KeyCompletion]
+				if hasP != tt.want || hasC != tt.want {
+					t.Errorf("%s: prompt %v completion %v, want %v", s.Name(), hasP, hasC, tt.want)
+					continue
+				}
+				if tt.want {
+					k := pairs[s.Name()]
+					if p != m[k[0]] || c != m[k[1]] {
+						t.Errorf("%s: copies differ from %s / %s", s.Name(), k[0], k[1])
+					}
+				}
 			}
 		})
 	}

@@ -67,7 +67,8 @@ type Option func(*config)
 //   - content capture on, unless CaptureContentEnv says otherwise;
 //   - no redactor;
 //   - max attribute bytes DefaultMaxAttributeBytes (64 KiB);
-//   - provider name learnt from the responses ("unknown" until then).
+//   - provider name learnt from the responses ("unknown" until then);
+//   - no gen_ai.prompt / gen_ai.completion copies.
 type config struct {
 	tp           trace.TracerProvider
 	tpSet        bool
@@ -76,6 +77,7 @@ type config struct {
 	redact       func(key, value string) string
 	maxBytes     int
 	providerName string
+	promptKeys   bool
 }
 
 // WithTracerProvider sets the TracerProvider the spans are created with.
@@ -120,6 +122,17 @@ func WithMaxAttributeBytes(n int) Option {
 // By default the extension uses the name the last response reported.
 func WithProviderName(name string) Option {
 	return func(c *config) { c.providerName = name }
+}
+
+// WithLangSmithPromptKeys also sets the captured inputs and outputs under
+// gen_ai.prompt and gen_ai.completion (messages on chat and agent spans,
+// arguments and result on tool spans), the keys that LangSmith's OTel
+// ingestion documents for a run's inputs and outputs. The values are the
+// same strings as gen_ai.input.messages and the others, so it costs no
+// copy in the process, but it doubles the content in the exported data.
+// Default off. It has no effect with content capture off.
+func WithLangSmithPromptKeys(on bool) Option {
+	return func(c *config) { c.promptKeys = on }
 }
 
 // Extension is the tracing extension. Build it with [New] and install it on
