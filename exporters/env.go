@@ -18,7 +18,8 @@ import (
 //     (see [NewLangSmith]);
 //   - the JSON-lines file when HARNESSX_TRACES_FILE is set, or [WithFile]
 //     or [WithFileWriter] is given (see [NewFile]);
-//   - stdout when [WithStdoutWriter] is given.
+//   - stdout when [WithStdoutWriter] is given (or OTEL_TRACES_EXPORTER
+//     says console).
 //
 // When none is named, spans go to the file .harnessx/traces.jsonl (the
 // offline default), so traces are never silently discarded.

@@ -187,3 +187,62 @@ func TestServiceNameOptionWins(t *testing.T) {
 		t.Errorf("resource %v: want service.name from the option and OTEL_RESOURCE_ATTRIBUTES kept", got)
 	}
 }
+
+func TestTracesFile(t *testing.T) {
+	tests := []struct {
+		name, env string
+		opts      []exporters.Option
+		want      string
+	}{
+		{"default", "", nil, ".harnessx/traces.jsonl"},
+		{"environment", "/var/tmp/t.jsonl", nil, "/var/tmp/t.jsonl"},
+		{"option wins", "/var/tmp/t.jsonl", []exporters.Option{exporters.WithFile("x.jsonl")}, "x.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("HARNESSX_TRACES_FILE", tt.env)
+			if got := exporters.TracesFile(tt.opts...); got != tt.want {
+				t.Errorf("TracesFile() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestOTLPHeadersAndStdout checks WithHeaders on the OTLP backend and
+// NewStdout's pretty output.
+func TestOTLPHeadersAndStdout(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "from-env=1")
+	ctx := context.Background()
+	recv := newOTLPReceiver(t)
+	otlp, err := exporters.NewOTLP(ctx, exporters.WithEndpointURL(recv.srv.URL+"/custom/path"),
+		exporters.WithHeaders(map[string]string{"Authorization": "Bearer t0k"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	stdout, err := exporters.NewStdout(ctx, exporters.WithStdoutWriter(&out), exporters.WithPrettyPrint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range []*exporters.Provider{otlp, stdout} {
+		_, span := tp.Tracer("t").Start(ctx, "hello")
+		span.End()
+		if err := tp.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths, headers, reqs, _ := recv.snapshot()
+	if len(paths) != 1 || paths[0] != "/custom/path" || len(allSpans(reqs...)) != 1 {
+		t.Fatalf("receiver got paths %v, %d spans", paths, len(allSpans(reqs...)))
+	}
+	if got := headers[0].Get("Authorization"); got != "Bearer t0k" {
+		t.Errorf("Authorization %q", got)
+	}
+	if got := headers[0].Get("from-env"); got != "" {
+		t.Errorf("WithHeaders should replace OTEL_EXPORTER_OTLP_HEADERS, got from-env=%q", got)
+	}
+	if !bytes.Contains(out.Bytes(), []byte("\n\t\"Name\": \"hello\"")) {
+		t.Errorf("stdout output is not the pretty span:\n%s", out.String())
+	}
+}

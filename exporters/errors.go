@@ -36,6 +36,7 @@ type LossError struct {
 	Err error
 }
 
+// Error says which backend lost how many spans.
 func (e *LossError) Error() string {
 	s := fmt.Sprintf("exporters: %s lost spans: %d failed, %d dropped", e.Backend, e.Failed, e.Dropped)
 	if e.Err != nil {

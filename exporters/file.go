@@ -98,6 +98,8 @@ type fileClient struct {
 	closed bool
 }
 
+var _ otlptrace.Client = (*fileClient)(nil)
+
 // Start does nothing: the file is opened by the builder.
 func (*fileClient) Start(context.Context) error { return nil }
 

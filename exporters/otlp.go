@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 )
 
@@ -153,5 +152,3 @@ func httpOptions(c *config, u string) []otlptracehttp.Option {
 	}
 	return opts
 }
-
-var _ otlptrace.Client = (*fileClient)(nil)

@@ -54,6 +54,7 @@ type StatusError struct {
 	Body   string
 }
 
+// Error gives the status and the body Jaeger answered with.
 func (e *StatusError) Error() string {
 	return "jaegertest: GET /api/v3/traces: " + e.Status + ": " + e.Body
 }
