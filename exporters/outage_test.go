@@ -141,7 +141,7 @@ func TestStalledBackendDrops(t *testing.T) {
 		exporters.WithLogger(slog.New(logs)),
 		exporters.WithQueueSize(queue),
 		exporters.WithBatchSize(queue),
-		exporters.WithExportTimeout(300*time.Millisecond),
+		exporters.WithExportTimeout(1500*time.Millisecond), // longer than the runs take, even under load
 	)
 	if err != nil {
 		t.Fatal(err)
