@@ -63,7 +63,7 @@ func TestReadOps(t *testing.T) {
 			[]string{"5 matching lines", "1- order_id", "2: 1000,", "6: 1004,", "7- 1005,"}},
 		{"columns", tabular, map[string]any{"op": "columns"}, []string{"order_id (number)", "amount (number)", "all 3000 rows"}},
 		{"rows", tabular, map[string]any{"op": "rows", "offset": 2, "limit": 2},
-			[]string{"rows 2 to 4", "[2] {\"order_id\":", "1002", "[3] "}},
+			[]string{"2 rows from offset 2", "[2] {\"order_id\":", "1002", "[3] "}},
 		{"rows-filter-project", tabular, map[string]any{"op": "rows", "limit": 3, "columns": []string{"order_id", "amount"},
 			"where": []any{map[string]any{"column": "country", "op": "eq", "value": "JP"}, map[string]any{"column": "amount", "op": "gte", "value": 50}}},
 			[]string{"[43] {\"order_id\":", "53.43", "[48] "}},

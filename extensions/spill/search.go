@@ -127,21 +127,30 @@ func (s *searcher) run(ctx context.Context, f File) error {
 		s.countTo(end)
 		// Keep up to s.context lines before end for the context of matches
 		// at the start of the next chunk, and the unsearched rest.
-		from := end
-		if end > 0 && buf[end-1] == '\n' {
-			for lines := 0; lines < s.context && from > 0; lines++ {
-				j := bytes.LastIndexByte(buf[:from-1], '\n')
-				if end-(j+1) > s.keepMax {
-					break
-				}
-				from = j + 1
-			}
-		}
+		from := s.keepFrom(end)
 		s.shift(from, n)
 		n -= from
 		keep = end - from
 	}
 	return nil
+}
+
+// keepFrom returns where the lines to keep for context start: up to
+// s.context lines before end, at most keepMax bytes; end itself when the
+// region ended inside a line longer than the buffer.
+func (s *searcher) keepFrom(end int) int {
+	buf := s.buf
+	from := end
+	if end > 0 && buf[end-1] == '\n' {
+		for lines := 0; lines < s.context && from > 0; lines++ {
+			j := bytes.LastIndexByte(buf[:from-1], '\n')
+			if end-(j+1) > s.keepMax {
+				break
+			}
+			from = j + 1
+		}
+	}
+	return from
 }
 
 // shift moves buf[from:n] to the start of buf.

@@ -724,11 +724,11 @@ func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filte
 	}
 	where := describeWhere(a.Where)
 	if complete {
-		fmt.Fprintf(&out.head, "rows %d to %d of %d matching rows%s (result %s; [n] is the row's index in the result):\n",
-			a.Offset, a.Offset+shown, matched, where, m.ID)
+		fmt.Fprintf(&out.head, "%d rows from offset %d of %d matching rows%s (result %s; [n] is the row's index in the result):\n",
+			shown, a.Offset, matched, where, m.ID)
 	} else {
-		fmt.Fprintf(&out.head, "rows %d to %d of the matching rows%s (result %s; [n] is the row's index in the result); more follow: continue with offset=%d\n",
-			a.Offset, a.Offset+shown, where, m.ID, a.Offset+shown)
+		fmt.Fprintf(&out.head, "%d rows from offset %d of the matching rows%s (result %s; [n] is the row's index in the result); more may follow: continue with offset=%d\n",
+			shown, a.Offset, where, m.ID, a.Offset+shown)
 	}
 	return nil
 }
