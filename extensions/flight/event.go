@@ -253,11 +253,17 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// ParseEvent decodes one journal or events.jsonl line.
+// ParseEvent decodes one journal or events.jsonl line. It decodes the
+// lines the recorder writes without reflection and falls back to
+// encoding/json for anything else, with the same result. An event must
+// have a kind.
 func ParseEvent(line []byte) (Event, error) {
 	var e Event
-	if err := json.Unmarshal(line, &e); err != nil {
-		return e, err
+	if !parseFast(line, &e) {
+		e = Event{}
+		if err := json.Unmarshal(line, &e); err != nil {
+			return e, err
+		}
 	}
 	if e.Kind == "" {
 		return e, errNoKind
@@ -278,3 +284,5 @@ func cutText(s string, n int) (string, bool) {
 	}
 	return s[:n], true
 }
+
+func durationOf(ns int64) time.Duration { return time.Duration(ns) }

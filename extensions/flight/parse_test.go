@@ -1,0 +1,65 @@
+package flight
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// FuzzParseEvent checks that the fast decoder agrees with encoding/json
+// whenever it accepts a line, and that ParseEvent accepts what appendEvent
+// writes.
+func FuzzParseEvent(f *testing.F) {
+	full := Event{Seq: 7, Time: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC), Kind: KindToolResult, Agent: "a", SessionID: "s",
+		RunID: "r", Step: 2, TraceID: "t", SpanID: "p", Status: "ok", Duration: 5, Model: "m", Provider: "pr", ResponseID: "id",
+		StopReason: "end_turn", Messages: 3, Prefix: "ab", InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3,
+		CacheCreationTokens: 4, ReasoningTokens: 5, Tool: "t", CallID: "c", Text: "héllo\n\"x\"\t\u2028", Size: 9, Truncated: true,
+		Error: "e", ErrorType: "*x", Extension: "x", Op: "o", FailedEvent: "run_start", Reason: "why", Path: "/p"}
+	f.Add(string(appendEvent(nil, &full, nil)))
+	f.Add(`{"seq":1,"time":"2026-11-30T12:00:00Z","kind":"run_start"}`)
+	f.Add(`{"SEQ":1,"kind":"x","kind":"y","step":-0,"truncated":false}`)
+	f.Add(`{"seq":1e3,"kind":"x"}`)
+	f.Add(`{"kind":"x","text":"\ud83d\ude00 \u00e9","size":01}`)
+	f.Add(` { "kind" : "x" , "text" : null } `)
+	f.Add("{\"kind\":\"\xff\"}")
+	f.Fuzz(func(t *testing.T, line string) {
+		var fast Event
+		if parseFast([]byte(line), &fast) {
+			var slow Event
+			if err := json.Unmarshal([]byte(line), &slow); err != nil {
+				t.Fatalf("fast accepted what encoding/json rejects (%v): %q", err, line)
+			}
+			if !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("decoders differ on %q:\nfast %+v\nslow %+v", line, fast, slow)
+			}
+		}
+		e, err := ParseEvent([]byte(line))
+		if err != nil {
+			return
+		}
+		// Whatever decodes re-encodes to a line that decodes the same.
+		again, err := ParseEvent(appendEvent(nil, &e, nil))
+		if err != nil {
+			t.Fatalf("re-encoded event does not decode: %v", err)
+		}
+		e.Time, again.Time = e.Time.UTC(), again.Time.UTC()
+		if !e.Time.Equal(again.Time) {
+			t.Fatalf("time changed: %v -> %v", e.Time, again.Time)
+		}
+		e.Time, again.Time = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(e, again) && validUTF8Fields(e) {
+			t.Fatalf("round trip changed the event:\n%+v\n%+v", e, again)
+		}
+	})
+}
+
+// validUTF8Fields reports whether e's strings survive encoding unchanged
+// (encoding/json replaces invalid UTF-8).
+func validUTF8Fields(e Event) bool {
+	b, _ := json.Marshal(e)
+	var back Event
+	json.Unmarshal(b, &back)
+	back.Time, e.Time = time.Time{}, time.Time{}
+	return reflect.DeepEqual(back, e)
+}
