@@ -12,6 +12,7 @@ import (
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // A failing run exports an incident bundle by itself.
@@ -89,4 +90,35 @@ func ExampleReadBundle() {
 	fmt.Println(b.Verify(), evs[0].Text)
 	// Output:
 	// <nil> Authorization: Bearer [REDACTED:bearer-token]
+}
+
+// Trigger exports a bundle on demand, here with the spans of an SDK
+// TracerProvider that carries the recorder's span processor.
+func ExampleExtension_Trigger() {
+	dir, _ := os.MkdirTemp("", "flight-example")
+	defer os.RemoveAll(dir)
+
+	rec := flight.New(flight.WithDir(dir))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.SpanProcessor()))
+	defer tp.Shutdown(context.Background())
+	agent, _ := harness.New(
+		harness.WithSessionID("s1"),
+		harness.WithProvider(harnesstest.NewScriptedProvider(harnesstest.Reply("hi"))),
+		harness.WithExtensions(rec),
+	)
+	defer agent.Close(context.Background())
+
+	ctx, span := tp.Tracer("app").Start(context.Background(), "request")
+	agent.Run(ctx, "hello")
+	span.End()
+
+	path, err := rec.Trigger(context.Background(), "operator asked")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	b, _ := flight.ReadBundleFile(path, flight.ReadOptions{})
+	fmt.Println(filepath.Base(filepath.Dir(path)), b.Manifest.Reason, b.Manifest.Events, "events,", b.Manifest.Spans, "span")
+	// Output:
+	// incidents operator asked 4 events, 1 span
 }
