@@ -137,12 +137,12 @@ func Indent(body []byte) ([]byte, error) {
 
 // Truncate returns body up to the start of the first line holding marker
 // (all of body when marker is absent). It models a connection cut
-// mid-message.
+// mid-message. The result is a copy.
 func Truncate(body []byte, marker string) []byte {
 	i := bytes.Index(body, []byte(marker))
 	if i < 0 {
-		return body
+		return bytes.Clone(body)
 	}
 	j := strings.LastIndexByte(string(body[:i]), '\n')
-	return body[:j+1]
+	return bytes.Clone(body[:j+1])
 }

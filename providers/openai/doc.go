@@ -1,0 +1,54 @@
+// Package openai is a harness.Provider for OpenAI's Chat Completions API,
+// built on the official SDK github.com/openai/openai-go/v3. It also works
+// with servers that speak the same API (set [WithBaseURL]).
+//
+//	p, err := openai.New() // OPENAI_API_KEY from the environment
+//	agent, err := harness.New(
+//		harness.WithProvider(p),
+//		harness.WithModel("gpt-5.4-mini"),
+//		harness.WithTools(tools...),
+//	)
+//
+// # Mapping
+//
+// The system prompt becomes a leading system message; harness user and
+// assistant messages map onto user and assistant messages (assistant tool
+// calls as function tool calls); a harness tool message becomes one "tool"
+// message per result. Chat Completions has no is_error field, so an error
+// result's content starts with "Error: ". Tool definitions keep their JSON
+// schema as function parameters. MaxTokens is sent as
+// max_completion_tokens, Temperature as temperature. Reasoning parts are
+// not sent back: the API does not accept them. Replies with a
+// reasoning_content field (OpenAI-compatible servers) give a reasoning part.
+//
+// finish_reason maps onto harness.StopReason (stop → end_turn, tool_calls →
+// tool_use, length → max_tokens, content_filter → content_filter; a
+// refusal → refusal) with the API's value in RawStopReason.
+//
+// # Usage and prompt caching
+//
+// prompt_tokens already counts cached tokens, so it is InputTokens as is;
+// prompt_tokens_details.cached_tokens is CacheReadInputTokens,
+// cache_write_tokens CacheCreationInputTokens and
+// completion_tokens_details.reasoning_tokens ReasoningTokens.
+// [WithPromptCacheKey] sends the harness's prefix key as prompt_cache_key.
+//
+// # Streaming
+//
+// With ModelRequest.Stream the provider streams with
+// stream_options.include_usage and assembles content, refusal and tool-call
+// argument deltas into the same response; FirstChunkAt is the arrival of
+// the first chunk that carries output. A stream that ends without a
+// finish_reason or without the final data: [DONE] line, or carries
+// malformed JSON, fails with a [*StreamError]: a partial answer is never
+// returned.
+//
+// # Errors
+//
+// The SDK retries rate limits, server errors and connection failures
+// ([WithMaxRetries]). What remains comes back as [*APIError] (401/403 match
+// [ErrAuthentication], 400 [ErrInvalidRequest], 429 [ErrRateLimited], 5xx
+// [ErrServer]), [*ConnectionError] or [*StreamError]; the retryable ones
+// implement harness.RetryableError for harness.WithRetry. A cancelled
+// context gives an error for which errors.Is(err, context.Canceled) holds.
+package openai

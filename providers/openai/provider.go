@@ -1,0 +1,242 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/providers/internal/apierr"
+)
+
+// Name is the provider name reported in [harness.ModelResponse.Provider]
+// (it becomes gen_ai.provider.name and ls_provider in traces).
+const Name = "openai"
+
+// Option configures a [Provider].
+type Option func(*config)
+
+// config holds a provider's settings. Defaults:
+//   - API key, base URL, organization and project: the SDK's defaults
+//     (OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID);
+//   - max retries: the SDK's default (2), with its exponential backoff, for
+//     429, 408, 409, 5xx and connection errors;
+//   - HTTP client: the SDK's default;
+//   - no prompt_cache_key, no reasoning_effort;
+//   - logger: slog.Default() when New is called.
+type config struct {
+	apiKey     *string
+	baseURL    string
+	maxRetries *int
+	httpClient *http.Client
+	reqOpts    []option.RequestOption
+	cacheKey   bool
+	effort     shared.ReasoningEffort
+	logger     *slog.Logger
+}
+
+// WithAPIKey sets the API key, in place of OPENAI_API_KEY.
+func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = &key } }
+
+// WithBaseURL sets the API's base URL, in place of OPENAI_BASE_URL and
+// https://api.openai.com/v1/. Any server that speaks the Chat Completions
+// API works.
+func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+
+// WithMaxRetries sets how many times the SDK retries a request that failed
+// with a rate limit, a server error or a connection error; 0 disables
+// retries. It must not be negative.
+func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = &n } }
+
+// WithHTTPClient sets the HTTP client the SDK sends requests with.
+func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+
+// WithRequestOptions passes raw SDK request options to the client, after
+// the provider's own, so that they win: headers, organization, project,
+// middleware, timeouts, JSON overrides.
+func WithRequestOptions(opts ...option.RequestOption) Option {
+	return func(c *config) { c.reqOpts = append(c.reqOpts, opts...) }
+}
+
+// WithPromptCacheKey sends the harness's prefix key
+// (ModelRequest.PrefixKey.Key, hex) as prompt_cache_key, so that requests
+// sharing a cacheable prefix are routed to the same prompt cache.
+func WithPromptCacheKey() Option { return func(c *config) { c.cacheKey = true } }
+
+// WithReasoningEffort sets reasoning_effort for reasoning models: "none",
+// "minimal", "low", "medium", "high", "xhigh" or "max", as the model
+// supports.
+func WithReasoningEffort(effort string) Option {
+	return func(c *config) { c.effort = shared.ReasoningEffort(effort) }
+}
+
+// WithLogger sets the logger for the provider's debug notes.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// Provider is a [harness.Provider] for the OpenAI Chat Completions API,
+// built on github.com/openai/openai-go/v3. It is safe for concurrent use.
+type Provider struct {
+	client sdk.Client
+	cfg    config
+	log    *slog.Logger
+}
+
+var _ harness.Provider = (*Provider)(nil)
+
+// New builds a provider. It does not contact the API; missing credentials
+// surface on the first request.
+func New(opts ...Option) (*Provider, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.maxRetries != nil && *cfg.maxRetries < 0 {
+		return nil, fmt.Errorf("openai: max retries must not be negative, got %d", *cfg.maxRetries)
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	var ro []option.RequestOption
+	if cfg.apiKey != nil {
+		ro = append(ro, option.WithAPIKey(*cfg.apiKey))
+	}
+	if cfg.baseURL != "" {
+		if _, err := url.Parse(cfg.baseURL); err != nil {
+			return nil, fmt.Errorf("openai: base URL: %w", err)
+		}
+		ro = append(ro, option.WithBaseURL(cfg.baseURL))
+	}
+	if cfg.httpClient != nil {
+		ro = append(ro, option.WithHTTPClient(cfg.httpClient))
+	}
+	if cfg.maxRetries != nil {
+		ro = append(ro, option.WithMaxRetries(*cfg.maxRetries))
+	}
+	ro = append(ro, cfg.reqOpts...)
+	return &Provider{client: sdk.NewClient(ro...), cfg: cfg, log: cfg.logger.With("provider", Name)}, nil
+}
+
+// Generate sends req to the Chat Completions API and returns the reply;
+// with req.Stream it streams (with stream_options.include_usage) and
+// assembles the chunks. It blocks until the reply is complete and returns
+// promptly when ctx is cancelled, with an error for which errors.Is(err,
+// context.Canceled) holds. Errors are [*APIError], [*ConnectionError],
+// [*StreamError] or wrap ErrInvalidRequest for a request that cannot be
+// mapped.
+func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, apierr.Canceled(Name, ctx)
+	}
+	if req.Stream {
+		return p.stream(ctx, params)
+	}
+	c, err := p.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		return nil, p.wrapErr(ctx, err)
+	}
+	r, err := fromCompletion(c)
+	if err != nil {
+		return nil, err
+	}
+	return r.response(), nil
+}
+
+// wrapErr turns an SDK error into the package's error types.
+func (p *Provider) wrapErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return apierr.Canceled(Name, ctx)
+	}
+	var ae *sdk.Error
+	if errors.As(err, &ae) {
+		e := &APIError{
+			Provider:   Name,
+			StatusCode: ae.StatusCode,
+			Type:       ae.Type,
+			Code:       ae.Code,
+			Message:    ae.Message,
+			Err:        ae,
+		}
+		if ae.Response != nil {
+			e.RequestID = ae.Response.Header.Get("x-request-id")
+		}
+		return e
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		// An error event inside a 200 stream.
+		var ev struct {
+			Error struct {
+				Type, Code, Message string
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(se.Event.Data, &ev)
+		msg := ev.Error.Message
+		if msg == "" {
+			msg = se.Message
+		}
+		return &APIError{Provider: Name, Type: ev.Error.Type, Code: ev.Error.Code, Message: msg, Err: se}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", Name, err)
+	}
+	var ue *url.Error
+	var ne net.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) {
+		return &ConnectionError{Provider: Name, Err: err}
+	}
+	return fmt.Errorf("%s: %w", Name, err)
+}
+
+// doneWatcher wraps a streamed response body and notes whether the
+// terminal "data: [DONE]" line went by. The SDK's stream ends the same way
+// on [DONE] and on a connection that simply closed, so the provider needs
+// this to tell a complete stream from a cut one. The marker counts only at
+// the start of a line, where event data (JSON, without raw newlines) cannot
+// put it.
+type doneWatcher struct {
+	rc   io.ReadCloser
+	tail []byte // the last bytes read, to find a marker split across reads
+	done bool
+}
+
+var doneMarkers = [][]byte{[]byte("\ndata: [DONE]"), []byte("\ndata:[DONE]")}
+
+func newDoneWatcher(rc io.ReadCloser) *doneWatcher {
+	return &doneWatcher{rc: rc, tail: []byte("\n")}
+}
+
+func (w *doneWatcher) Read(b []byte) (int, error) {
+	n, err := w.rc.Read(b)
+	if n > 0 && !w.done {
+		buf := append(w.tail, b[:n]...)
+		for _, m := range doneMarkers {
+			if bytes.Contains(buf, m) {
+				w.done = true
+			}
+		}
+		const keep = 16
+		if len(buf) > keep {
+			buf = buf[len(buf)-keep:]
+		}
+		w.tail = append(w.tail[:0], buf...)
+	}
+	return n, err
+}
+
+func (w *doneWatcher) Close() error { return w.rc.Close() }
