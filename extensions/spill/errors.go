@@ -44,6 +44,7 @@ type ArgError struct {
 	Reason string
 }
 
+// Error describes the argument and what is wrong with it.
 func (e *ArgError) Error() string {
 	if e.Field == "" {
 		return "invalid read_result arguments: " + e.Reason
@@ -64,6 +65,7 @@ type CorruptError struct {
 	GotSize    int64
 }
 
+// Error names the result and both hashes.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("stored result %s is corrupt: expected %d bytes with SHA-256 %s, found %d bytes with SHA-256 %s",
 		e.ID, e.WantSize, e.WantSHA256, e.GotSize, e.GotSHA256)
@@ -85,6 +87,7 @@ type FormatError struct {
 	Err  error
 }
 
+// Error names the result, the row and line, and the problem.
 func (e *FormatError) Error() string {
 	where := ""
 	switch {

@@ -82,7 +82,8 @@ func WithRetain(on bool) Option { return func(c *config) { c.retain = on } }
 func WithPreviewBytes(n int) Option { return func(c *config) { c.preview = n } }
 
 // WithMaxOutput caps the text one read_result call returns; longer output
-// is cut with a note saying how to ask for the rest. Minimum 1024.
+// is cut with a note saying how to ask for the rest. Values of 0 or less
+// keep the default; the minimum is 1024.
 func WithMaxOutput(n int) Option { return func(c *config) { c.maxOutput = n } }
 
 // WithVerifyEveryRead makes every read hash the whole stored result before
@@ -168,13 +169,11 @@ func New(opts ...Option) *Extension {
 	if c.preview < 1 {
 		c.preview = DefaultPreviewBytes
 	}
-	if c.maxOutput < 1024 {
-		c.maxOutput = max(c.maxOutput, 0)
-		if c.maxOutput == 0 {
-			c.maxOutput = DefaultMaxOutput
-		} else {
-			c.maxOutput = 1024
-		}
+	switch {
+	case c.maxOutput <= 0:
+		c.maxOutput = DefaultMaxOutput
+	case c.maxOutput < 1024:
+		c.maxOutput = 1024
 	}
 	e.store = c.store
 	e.logger = c.logger

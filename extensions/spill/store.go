@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Store keeps spilled results as byte streams under result ids. Every
@@ -63,6 +64,11 @@ type Info struct {
 	// Stamp is as [File.Stamp].
 	Stamp string
 }
+
+// racyWindow is how long after a change a file's stamp is not trusted:
+// file times advance in clock ticks, so a second write within the tick of
+// a verification could keep the same times.
+const racyWindow = time.Second
 
 // PutBytes stores b under id in s.
 func PutBytes(ctx context.Context, s Store, id string, b []byte) (int64, error) {
@@ -124,9 +130,9 @@ func (s *DirStore) check(id string) error {
 	return nil
 }
 
-// Put writes r to a temporary file in the directory and renames it to id
-// once complete, so a partial result is never visible. It checks ctx
-// between reads.
+// Put writes r to a temporary file in the directory and links it as id
+// once complete, so a partial result is never visible and an existing id
+// is never replaced. It checks ctx between reads.
 func (s *DirStore) Put(ctx context.Context, id string, r io.Reader) (int64, error) {
 	if err := s.check(id); err != nil {
 		return 0, err
@@ -146,7 +152,13 @@ func (s *DirStore) Put(ctx context.Context, id string, r io.Reader) (int64, erro
 		err = cerr
 	}
 	if err == nil {
-		if _, serr := s.root.Lstat(id); serr == nil {
+		// Link fails if id exists, atomically; without hard links, check
+		// and rename.
+		if lerr := s.root.Link(tmp, id); lerr == nil {
+			err = s.root.Remove(tmp)
+		} else if errors.Is(lerr, fs.ErrExist) {
+			err = fmt.Errorf("%w: %s", ErrExists, id)
+		} else if _, serr := s.root.Lstat(id); serr == nil {
 			err = fmt.Errorf("%w: %s", ErrExists, id)
 		} else {
 			err = s.root.Rename(tmp, id)

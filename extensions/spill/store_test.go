@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestDirStore is the store contract, run on the directory store.
@@ -44,7 +45,7 @@ func TestDirStore(t *testing.T) {
 		}},
 		{"stat", func() error {
 			info, err := s.Stat(ctx, id2)
-			if err == nil && (info.Size != 300_000 || info.Path != filepath.Join(s.Dir(), id2) || info.Stamp == "") {
+			if err == nil && (info.Size != 300_000 || info.Path != filepath.Join(s.Dir(), id2)) {
 				err = errors.New("wrong info")
 			}
 			return err
@@ -200,5 +201,56 @@ func TestPathEscape(t *testing.T) {
 	})
 	if b, _ := os.ReadFile(secret); string(b) != "top secret" {
 		t.Error("the secret file changed")
+	}
+}
+
+// TestStamp checks that a file's stamp is withheld while the file is
+// freshly changed, stable afterwards, and different after a change.
+func TestStamp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the racy window twice")
+	}
+	t.Parallel()
+	s, err := NewDirStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id := newID()
+	if _, err := PutBytes(t.Context(), s, id, []byte("version 1")); err != nil {
+		t.Fatal(err)
+	}
+	st := func() string {
+		info, err := s.Stat(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Stamp
+	}
+	if got := st(); got != "" {
+		t.Errorf("fresh file has stamp %q", got)
+	}
+	time.Sleep(racyWindow + 50*time.Millisecond)
+	first := st()
+	if first == "" || st() != first {
+		t.Fatalf("stamp of an old file: %q then %q", first, st())
+	}
+	f, err := s.Open(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Stamp() != first {
+		t.Errorf("open file stamp %q, Stat stamp %q", f.Stamp(), first)
+	}
+	f.Close()
+	if err := os.WriteFile(filepath.Join(s.Dir(), id), []byte("version 2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := st(); got != "" {
+		t.Errorf("just changed file has stamp %q", got)
+	}
+	time.Sleep(racyWindow + 50*time.Millisecond)
+	if got := st(); got == "" || got == first {
+		t.Errorf("stamp after a change: %q (before %q)", got, first)
 	}
 }
