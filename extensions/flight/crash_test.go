@@ -15,6 +15,7 @@ import (
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // childEnv, when set, makes the test binary run runChild instead of the
@@ -27,6 +28,7 @@ func runChild() int {
 	block := harness.MustTool(harness.NewTool("wait", "Block.", func(ctx context.Context, in echoIn) (string, error) {
 		select {} // until SIGKILL
 	}))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.SpanProcessor()))
 	a, err := harness.New(
 		harness.WithName("child"),
 		harness.WithSessionID("crash-session"),
@@ -35,7 +37,7 @@ func runChild() int {
 			harnesstest.CallTool("c2", "wait", map[string]string{"text": "y"}),
 		)),
 		harness.WithTools(leakTool(), block),
-		harness.WithExtensions(rec),
+		harness.WithExtensions(rec, tracingExt{tracer{tp.Tracer("child")}}),
 	)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -61,7 +63,7 @@ func TestSIGKILL(t *testing.T) {
 	rec := filepath.Join(dir, "crash-session")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if journalHas(rec, "wait") && fileExists(filepath.Join(rec, flight.SessionSnapshot)) {
+		if journalHas(rec, "wait") && fileExists(filepath.Join(rec, flight.SessionSnapshot)) && fileExists(filepath.Join(rec, flight.SpansSnapshot)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -116,6 +118,15 @@ func TestSIGKILL(t *testing.T) {
 	}
 	if last := evs[len(evs)-1]; last.Tool != "wait" || last.CallID != "c2" {
 		t.Errorf("last event %+v", last)
+	}
+	// The span of the finished leak call survived the crash; the run's
+	// and the wait call's spans never ended.
+	spans, err := b.Spans()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := flight.CountSpans(spans); n != 1 || spans.ResourceSpans[0].ScopeSpans[0].Spans[0].Name != "execute_tool leak" {
+		t.Errorf("spans: %d, want execute_tool leak", n)
 	}
 	if m.Agent != "child" || m.SessionID != "crash-session" || len(m.RunIDs) != 1 {
 		t.Errorf("manifest %+v", m)
