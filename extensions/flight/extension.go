@@ -558,7 +558,10 @@ func (x *Extension) afterWrite() {
 			x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
 		}
 	}
-	if x.artifactsDirty.Swap(false) {
+	// At close the other extensions may already be torn down (the
+	// recorder installs first, so it is torn down last): keep the last
+	// artifact index taken while they were alive.
+	if !force && x.artifactsDirty.Swap(false) {
 		if err := x.snapshotArtifacts(ctx); err != nil {
 			x.ec.Logger().Warn("flight: artifact index failed", "err", err)
 		}
