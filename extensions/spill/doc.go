@@ -73,11 +73,14 @@
 // # Integrity
 //
 // Each result's SHA-256 is computed while it is written. Before a read is
-// served, the file is checked: it is hashed again (streaming) when its
-// stamp — inode, size, modification and change time — differs from the
-// version last verified, which is always the case for the first read after
-// a session load. A mismatch is a [CorruptError] naming the id.
-// [WithVerifyEveryRead] hashes on every read instead.
+// served, the file is checked: it is hashed again (streaming, in 1 MiB
+// reads) unless its stamp — inode, size, modification and change time — is
+// the one last verified. A file changed less than a second ago has no
+// stamp (file times advance in clock ticks, so a change in the same tick
+// could keep them), and neither has a file of a store that cannot tell
+// (such as an in-memory one): those are hashed on every read, as is the
+// first read after a session load. A mismatch is a [CorruptError] naming
+// the id. [WithVerifyEveryRead] hashes on every read regardless.
 //
 // # Storage and lifecycle
 //
