@@ -218,3 +218,20 @@ func checkPending(p *pendingRun, nmsg int) error {
 	}
 	return nil
 }
+
+type snapshotKey struct{}
+
+// AsSnapshot marks ctx for an [Agent.SaveSession] taken to observe the
+// agent, such as a flight recorder's snapshot, rather than to persist the
+// session. A [SessionSaver] must then take no ownership action: a spill
+// extension, for example, retains its files for a persisted session but not
+// for a snapshot.
+func AsSnapshot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, snapshotKey{}, true)
+}
+
+// IsSnapshot reports whether ctx was marked by [AsSnapshot].
+func IsSnapshot(ctx context.Context) bool {
+	v, _ := ctx.Value(snapshotKey{}).(bool)
+	return v
+}

@@ -577,7 +577,7 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 	if !open {
 		return
 	}
-	data, err := x.ec.Agent().SaveSession(ctx)
+	data, err := x.ec.Agent().SaveSession(harness.AsSnapshot(ctx))
 	if err != nil {
 		if !errors.Is(err, harness.ErrClosed) {
 			x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
@@ -794,7 +794,7 @@ func (x *Extension) export(ctx context.Context, reason, runID string) (path stri
 	if err := bw.SetSpans(req); err != nil {
 		return "", err
 	}
-	if data, serr := ec.Agent().SaveSession(ctx); serr == nil {
+	if data, serr := ec.Agent().SaveSession(harness.AsSnapshot(ctx)); serr == nil {
 		if err := bw.SetSession(data); err != nil {
 			return "", err
 		}

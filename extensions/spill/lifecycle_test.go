@@ -208,19 +208,21 @@ func TestCleanupAtClose(t *testing.T) {
 
 func TestRetention(t *testing.T) {
 	cases := []struct {
-		name string
-		opts func(dir string) []Option
-		save bool
-		kept bool
+		name     string
+		opts     func(dir string) []Option
+		save     bool
+		snapshot bool // save with harness.AsSnapshot, as the flight recorder does
+		kept     bool
 	}{
-		{"temporary", func(string) []Option { return nil }, false, false},
-		{"WithDir", func(d string) []Option { return []Option{WithDir(filepath.Join(d, "artifacts"))} }, false, true},
+		{"temporary", func(string) []Option { return nil }, false, false, false},
+		{"WithDir", func(d string) []Option { return []Option{WithDir(filepath.Join(d, "artifacts"))} }, false, false, true},
 		{"WithStore", func(d string) []Option {
 			s, _ := NewDirStore(filepath.Join(d, "store"))
 			return []Option{WithStore(s)}
-		}, false, true},
-		{"WithRetain", func(string) []Option { return []Option{WithRetain(true)} }, false, true},
-		{"saved in a session", func(string) []Option { return nil }, true, true},
+		}, false, false, true},
+		{"WithRetain", func(string) []Option { return []Option{WithRetain(true)} }, false, false, true},
+		{"saved in a session", func(string) []Option { return nil }, true, false, true},
+		{"snapshot only", func(string) []Option { return nil }, true, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -238,7 +240,11 @@ func TestRetention(t *testing.T) {
 			}
 			path := arts[0].Path
 			if c.save {
-				if _, err := a.SaveSession(t.Context()); err != nil {
+				ctx := t.Context()
+				if c.snapshot {
+					ctx = harness.AsSnapshot(ctx)
+				}
+				if _, err := a.SaveSession(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}

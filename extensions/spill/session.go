@@ -32,14 +32,18 @@ type savedResult struct {
 // SHA-256, store directory). From then on those results are retained: the
 // default temporary directory keeps them at Close, since the session
 // refers to them. Whoever keeps the session owns the files; a result that
-// is gone when the session is loaded reads as a clear error.
-func (e *Extension) OnSaveSession(_ context.Context, _ *harness.ExtensionContext) (any, error) {
+// is gone when the session is loaded reads as a clear error. A snapshot
+// (harness.AsSnapshot, as the flight recorder takes) retains nothing.
+func (e *Extension) OnSaveSession(ctx context.Context, _ *harness.ExtensionContext) (any, error) {
+	snapshot := harness.IsSnapshot(ctx)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := state{Version: StateVersion, Results: []savedResult{}}
 	for id, en := range e.results {
 		st.Results = append(st.Results, savedResult{Meta: en.meta, Dir: en.dir})
-		e.saved[id] = true
+		if !snapshot {
+			e.saved[id] = true
+		}
 	}
 	slices.SortFunc(st.Results, func(a, b savedResult) int { return strings.Compare(a.ID, b.ID) })
 	return st, nil
