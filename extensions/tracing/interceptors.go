@@ -235,7 +235,7 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		r.kvs = append(r.kvs,
 			semconv.GenAIResponseModel(model),
 			semconv.GenAIResponseID(resp.ID),
-			semconv.GenAIResponseFinishReasons(finish),
+			e.finishReasons(finish),
 			semconv.GenAIUsageInputTokens(int(u.InputTokens)),
 			semconv.GenAIUsageOutputTokens(int(u.OutputTokens)),
 			semconv.GenAIUsageCacheReadInputTokens(int(u.CacheReadInputTokens)),
@@ -285,6 +285,15 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n), semconv.GenAIRequestModel(req.Model))
 	}
 	span.SetAttributes(r.finish()...)
+}
+
+// finishReasons returns gen_ai.response.finish_reasons for one reason,
+// without allocating for the common reasons.
+func (e *Extension) finishReasons(reason string) attribute.KeyValue {
+	if kv, ok := e.finishKVs[reason]; ok {
+		return kv
+	}
+	return semconv.GenAIResponseFinishReasons(reason)
 }
 
 // cachedValue returns the processed value of key, encoding it with enc

@@ -156,6 +156,7 @@ type Extension struct {
 	kvs     sync.Pool // *[]attribute.KeyValue
 
 	kindInternal, kindClient trace.SpanStartOption
+	finishKVs                map[string]attribute.KeyValue // read-only after New
 
 	stats counters
 }
@@ -175,6 +176,10 @@ func New(opts ...Option) *Extension {
 	e.kvs.New = func() any { kv := make([]attribute.KeyValue, 0, 48); return &kv }
 	e.kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
 	e.kindClient = trace.WithSpanKind(trace.SpanKindClient)
+	e.finishKVs = make(map[string]attribute.KeyValue, 4)
+	for _, r := range []string{"stop", "length", "tool_call", "content_filter"} {
+		e.finishKVs[r] = semconv.GenAIResponseFinishReasons(r)
+	}
 	return e
 }
 
