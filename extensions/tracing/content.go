@@ -144,6 +144,17 @@ func hexString(h harness.Hash) string {
 	return string(b[:])
 }
 
+// hexPair returns a and b in hex with one allocation: both are slices of
+// one string.
+func hexPair(a, b harness.Hash) (string, string) {
+	const n = 2 * len(harness.Hash{})
+	var buf [2 * n]byte
+	hex.Encode(buf[:n], a[:])
+	hex.Encode(buf[n:], b[:])
+	s := string(buf[:])
+	return s[:n], s[n:]
+}
+
 // hexOf returns h in hex, reusing the string from slot when h is the same.
 func hexOf(slot *atomic.Pointer[hexValue], h harness.Hash) string {
 	if c := slot.Load(); c != nil && c.hash == h {

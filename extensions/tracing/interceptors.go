@@ -185,14 +185,14 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		r.kvs = append(r.kvs, semconv.GenAIRequestTemperature(*req.Temperature))
 	}
 	if pk := &req.PrefixKey; !pk.Key.IsZero() {
-		key := hexString(pk.Key)
+		key, msgs := hexPair(pk.Key, pk.Messages)
 		r.kvs = append(r.kvs,
 			KeyPrefixKey.String(key),
 			KeyLangSmithPrefixKey.String(key),
 			KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
 			KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
 			KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
-			KeyPrefixMessages.String(hexString(pk.Messages)),
+			KeyPrefixMessages.String(msgs),
 		)
 		if len(pk.Changed) > 0 {
 			changed := KeyPrefixChanged.StringSlice(pk.Changed)
