@@ -115,3 +115,25 @@ func BenchmarkOTelFloor(b *testing.B) {
 		exp.Reset()
 	}
 }
+
+// passThrough implements the three interceptors and does nothing.
+type passThrough struct{}
+
+func (passThrough) InterceptRun(ctx context.Context, _ *harness.RunInfo, next harness.RunFunc) *harness.RunResult {
+	return next(ctx)
+}
+
+func (passThrough) InterceptModel(ctx context.Context, req *harness.ModelRequest, next harness.ModelFunc) (*harness.ModelResponse, error) {
+	return next(ctx, req)
+}
+
+func (passThrough) InterceptTool(ctx context.Context, call *harness.ToolCall, next harness.ToolFunc) *harness.ToolResult {
+	return next(ctx, call)
+}
+
+// BenchmarkPassThroughRun is the BenchmarkRun workload with interceptors
+// that do nothing: the engine's own cost of running interceptors, which
+// BenchmarkTracedRun includes.
+func BenchmarkPassThroughRun(b *testing.B) {
+	runLoop(b, benchAgent(b, harness.WithMiddleware(passThrough{})), func() {})
+}
