@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -69,6 +70,47 @@ func TestAgentRoundTrip(t *testing.T) {
 				t.Errorf("usage %+v, want %+v", res.Usage, want)
 			}
 			checkRequest(t, srv, 1, fmt.Sprintf("agent_step2_stream_%v.request.json", stream))
+		})
+	}
+}
+
+// TestAgentRetriesCutStream: a stream cut mid-message is a retryable
+// error, so an agent with harness.WithRetry sends the request again and the
+// run completes; without the retry policy the run fails with ErrStream.
+func TestAgentRetriesCutStream(t *testing.T) {
+	cut := replay.Response{Body: replay.Truncate(fixture("stream_final.sse").Body, "event: message_delta")}
+	tests := []struct {
+		name     string
+		attempts int
+		want     harness.Status
+	}{
+		{"with retry", 2, harness.StatusCompleted},
+		{"without retry", 1, harness.StatusFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := replay.New(cut, fixture("stream_final.sse"))
+			defer srv.Close()
+			agent, err := harness.New(
+				harness.WithProvider(newTestProvider(t, srv)),
+				harness.WithModel(model),
+				harness.WithStreaming(true),
+				harness.WithRetry(harness.RetryPolicy{MaxAttempts: tt.attempts}),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer agent.Close(context.Background())
+			res, _ := agent.Run(context.Background(), "Weather?")
+			if res.Status != tt.want {
+				t.Fatalf("status %s, want %s (err %v)", res.Status, tt.want, res.Err)
+			}
+			if tt.want == harness.StatusFailed && !errors.Is(res.Err, ErrStream) {
+				t.Errorf("run error %v, want ErrStream", res.Err)
+			}
+			if tt.want == harness.StatusCompleted && res.Text != "Lisbon is at 18°C with light rain — take an umbrella." {
+				t.Errorf("text %q", res.Text)
+			}
 		})
 	}
 }

@@ -39,7 +39,9 @@ func newTestProvider(t *testing.T, srv *replay.Server, opts ...Option) *Provider
 	return p
 }
 
-func fixture(name string) replay.Response { return replay.File(filepath.Join("testdata", "replay", name)) }
+func fixture(name string) replay.Response {
+	return replay.File(filepath.Join("testdata", "replay", name))
+}
 
 func weatherTool() harness.ToolDefinition {
 	return harness.ToolDefinition{
