@@ -57,6 +57,7 @@ type APIError struct {
 	Err error
 }
 
+// Error describes the failure: provider, status, type, message, request ID.
 func (e *APIError) Error() string {
 	s := e.Provider + ": "
 	if e.StatusCode != 0 {
@@ -134,6 +135,7 @@ type ConnectionError struct {
 	Err      error
 }
 
+// Error names the provider and the transport failure.
 func (e *ConnectionError) Error() string {
 	return fmt.Sprintf("%s: %v: %v", e.Provider, ErrConnection, e.Err)
 }
@@ -154,6 +156,7 @@ type StreamError struct {
 	Err error
 }
 
+// Error names the provider and what was wrong with the stream.
 func (e *StreamError) Error() string {
 	s := fmt.Sprintf("%s: %v: %s", e.Provider, ErrStream, e.Reason)
 	if e.Err != nil {
