@@ -555,3 +555,34 @@ func TestInvalidRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestToolInputSentAsObject: the API takes only an object as tool_use
+// input, so anything else (malformed arguments kept as a JSON string, or
+// nothing) goes back as {}.
+func TestToolInputSentAsObject(t *testing.T) {
+	p, err := New(WithAPIKey("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ in, want string }{
+		{`{"city":"Lisbon"}`, `{"city":"Lisbon"}`},
+		{` {"a":1}`, ` {"a":1}`},
+		{`"{\"city\":\"Lis"`, `{}`},
+		{``, `{}`},
+		{`[1]`, `{}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			m := harness.Message{Role: harness.RoleAssistant, Content: []harness.Part{
+				{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "t", Name: "f", Input: json.RawMessage(tt.in)}},
+			}}
+			blocks := p.blocks(&m)
+			if len(blocks) != 1 || blocks[0].OfToolUse == nil {
+				t.Fatalf("blocks %+v", blocks)
+			}
+			if got := string(blocks[0].OfToolUse.Input.(json.RawMessage)); got != tt.want {
+				t.Errorf("input %s, want %s", got, tt.want)
+			}
+		})
+	}
+}

@@ -117,7 +117,9 @@ func (p *Provider) blocks(m *harness.Message) []sdk.ContentBlockParamUnion {
 		case harness.PartToolCall:
 			if tc := part.ToolCall; tc != nil {
 				input := tc.Input
-				if len(input) == 0 || !json.Valid(input) {
+				if !isObject(input) {
+					// The API takes only an object; malformed arguments
+					// (kept by the provider as a JSON string) go back empty.
 					input = json.RawMessage("{}")
 				}
 				out = append(out, sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: tc.ID, Name: tc.Name, Input: input}})
@@ -203,4 +205,10 @@ func reasoningKey(text string) string {
 func redactedText(data string) string {
 	h := sha256.Sum256([]byte(data))
 	return "[redacted thinking " + hex.EncodeToString(h[:6]) + "]"
+}
+
+// isObject reports whether b is a JSON object.
+func isObject(b json.RawMessage) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }

@@ -535,3 +535,29 @@ func TestDoneWatcher(t *testing.T) {
 type nopCloser struct{ *strings.Reader }
 
 func (nopCloser) Close() error { return nil }
+
+// TestMalformedArguments: arguments that are not JSON stay encodable in the
+// response and go back to the API as the model wrote them.
+func TestMalformedArguments(t *testing.T) {
+	tests := []struct{ args, input, sent string }{
+		{`{"city":"Lisbon"}`, `{"city":"Lisbon"}`, `{"city":"Lisbon"}`},
+		{`{"city":"Lis`, `"{\"city\":\"Lis"`, `{"city":"Lis`},
+		{``, `{}`, `{}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			r := &reply{finish: "tool_calls"}
+			tc := &toolCall{id: "call_1", name: "f"}
+			tc.args.WriteString(tt.args)
+			r.calls = append(r.calls, tc)
+			resp := r.response()
+			in := resp.Message.ToolCalls()[0].Input
+			if string(in) != tt.input {
+				t.Errorf("input %s, want %s", in, tt.input)
+			}
+			if got := toolArguments(in); got != tt.sent {
+				t.Errorf("sent %q, want %q", got, tt.sent)
+			}
+		})
+	}
+}

@@ -132,10 +132,7 @@ func assistantMessage(m *harness.Message) (sdk.ChatCompletionMessageParamUnion, 
 			text.WriteString(part.Text)
 		case harness.PartToolCall:
 			if tc := part.ToolCall; tc != nil {
-				args := string(tc.Input)
-				if args == "" {
-					args = "{}"
-				}
+				args := toolArguments(tc.Input)
 				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
 						ID:       tc.ID,
@@ -152,4 +149,18 @@ func assistantMessage(m *harness.Message) (sdk.ChatCompletionMessageParamUnion, 
 		return sdk.ChatCompletionMessageParamUnion{}, false
 	}
 	return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, true
+}
+
+// toolArguments returns the arguments string of a call as the model wrote
+// it: a JSON string input is what the provider made of malformed arguments
+// (see apierr.ToolInput), so its text goes back unchanged.
+func toolArguments(in json.RawMessage) string {
+	var s string
+	if len(in) > 0 && in[0] == '"' && json.Unmarshal(in, &s) == nil {
+		return s
+	}
+	if len(in) == 0 {
+		return "{}"
+	}
+	return string(in)
 }
