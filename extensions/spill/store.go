@@ -147,7 +147,10 @@ func (s *DirStore) Put(ctx context.Context, id string, r io.Reader) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("spill: storing %s: %w", id, err)
 	}
-	n, err := io.CopyBuffer(f, ctxReader{ctx, r}, make([]byte, 256<<10))
+	// Write in large pieces: the page cache keeps a file written in large
+	// writes in large folios, which read back about twice as fast. (A bare
+	// *os.File would take over the copy with its ReadFrom, in 32 KiB writes.)
+	n, err := io.CopyBuffer(writerOnly{f}, ctxReader{ctx, r}, make([]byte, putBuffer))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -254,6 +257,14 @@ func (s *DirStore) List(ctx context.Context) ([]Info, error) {
 	}
 	return out, nil
 }
+
+// putBuffer is the size of the writes of DirStore.Put.
+const putBuffer = 1 << 20
+
+// writerOnly hides every method but Write, so io.CopyBuffer uses its buffer.
+type writerOnly struct{ w io.Writer }
+
+func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
 // ctxReader stops a copy when ctx is done.
 type ctxReader struct {
