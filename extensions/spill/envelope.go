@@ -39,6 +39,7 @@ const sampleSize = 64 << 10
 // bounded by sampleSize and the tail size.
 type capture struct {
 	h        hash.Hash
+	lines    *lineIndex
 	size     int64
 	newlines int64
 	last     byte
@@ -49,13 +50,14 @@ type capture struct {
 }
 
 func newCapture(tailSize int) *capture {
-	return &capture{h: sha256.New(), head: make([]byte, 0, sampleSize), tail: make([]byte, tailSize)}
+	return &capture{h: sha256.New(), lines: newLineIndex(searchChunk), head: make([]byte, 0, sampleSize), tail: make([]byte, tailSize)}
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	c.h.Write(p)
+	c.lines.write(p)
 	c.size += int64(len(p))
-	c.newlines += int64(bytes.Count(p, nl))
+	c.newlines = c.lines.newlines
 	if len(p) > 0 {
 		c.last = p[len(p)-1]
 	}
@@ -80,9 +82,9 @@ func (c *capture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// lines returns the number of lines: newlines, plus one for a last line
+// lineCount returns the number of lines: newlines, plus one for a last line
 // without a newline.
-func (c *capture) lines() int64 {
+func (c *capture) lineCount() int64 {
 	if c.size > 0 && c.last != '\n' {
 		return c.newlines + 1
 	}

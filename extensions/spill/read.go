@@ -40,7 +40,7 @@ func (e *Extension) Read(ctx context.Context, input json.RawMessage) (string, er
 	if err != nil {
 		return "", err
 	}
-	f, m, err := e.open(ctx, a.ID)
+	f, m, index, err := e.openIndexed(ctx, a.ID)
 	if err != nil {
 		return "", err
 	}
@@ -55,7 +55,7 @@ func (e *Extension) Read(ctx context.Context, input json.RawMessage) (string, er
 		}
 	case opSearch:
 		bp := e.searchBufs.Get().(*[]byte)
-		err = search(ctx, f, &m, a, out, *bp)
+		err = search(ctx, f, &m, a, out, *bp, index)
 		e.searchBufs.Put(bp)
 	default:
 		err = table(ctx, f, &m, a, out)

@@ -22,6 +22,9 @@ const (
 	searchChunk = 1 << 20  // bytes read at a time
 	keepMax     = 64 << 10 // at most this much of the previous chunk is kept for context lines
 	showLine    = 300      // longest line shown in full
+	// searchBuffer holds the kept context, an unfinished line of up to a
+	// chunk and a chunk of new data.
+	searchBuffer = 2*searchChunk + keepMax
 )
 
 type searcher struct {
@@ -46,13 +49,18 @@ type searcher struct {
 	printedAny   bool
 }
 
-func search(ctx context.Context, f File, m *Meta, a *args, out *output, buf []byte) error {
+func search(ctx context.Context, f File, m *Meta, a *args, out *output, buf []byte, index []int64) error {
 	re, err := compilePattern(a.Pattern, a.IgnoreCase)
 	if err != nil {
 		return &ArgError{Field: "pattern", Reason: fmt.Sprintf("invalid regular expression: %v", err)}
 	}
 	s := newSearcher(re, a, out, buf, keepMax)
-	if err := s.run(ctx, f); err != nil {
+	if index != nil {
+		err = s.runIndexed(ctx, f, searchChunk, index)
+	} else {
+		err = s.run(ctx, f)
+	}
+	if err != nil {
 		return fmt.Errorf("spill: searching %s: %w", m.ID, err)
 	}
 	more := ""
@@ -131,6 +139,52 @@ func (s *searcher) run(ctx context.Context, f File) error {
 		s.shift(from, n)
 		n -= from
 		keep = end - from
+	}
+	return nil
+}
+
+// runIndexed is run for a result whose line index is known: it reads
+// exactly chunk new bytes at a time, aligned with the index, so the line
+// number at the start of each chunk's data is index[i] + 1 and lines are
+// counted only up to the matches of the chunk, not through all the data.
+// The buffer must hold 2*chunk + keepMax bytes.
+func (s *searcher) runIndexed(ctx context.Context, f File, chunk int, index []int64) error {
+	buf := s.buf
+	carry, keep := 0, 0 // buf[:keep] kept context; buf[keep:carry] the unfinished line
+	for i := 0; !s.done(); i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if i >= len(index) {
+			return errors.New("the line index is shorter than the file")
+		}
+		k, err := io.ReadFull(f, buf[carry:carry+chunk])
+		eof := false
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return err
+			}
+			eof = true
+		}
+		n := carry + k
+		// Lines are numbered from the start of the new data; the unfinished
+		// line before it is the same line (it holds no newline).
+		s.countPos, s.countNo = carry, index[i]+1
+		end := n
+		if !eof {
+			if j := bytes.LastIndexByte(buf[keep:n], '\n'); j >= 0 {
+				end = keep + j + 1
+			}
+			// Otherwise the buffer holds no line end after the context: it
+			// is searched as a segment of a very long line.
+		}
+		s.region(keep, end)
+		if eof {
+			break
+		}
+		from := s.keepFrom(end)
+		copy(buf, buf[from:n])
+		carry, keep = n-from, end-from
 	}
 	return nil
 }

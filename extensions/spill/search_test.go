@@ -66,15 +66,27 @@ func grepRef(data []byte, pattern string, context, maxM int, skip int64) (body s
 	return b.String(), matches
 }
 
-func runSearch(t testing.TB, data []byte, a *args, chunk, keep int) (string, int) {
+// runSearch searches data with chunks of chunk bytes, counting every line
+// (run) or, when indexed, with a line index of the data (runIndexed).
+func runSearch(t testing.TB, data []byte, a *args, chunk, keep int, indexed bool) (string, int) {
 	t.Helper()
 	re, err := compilePattern(a.Pattern, a.IgnoreCase)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := newOutput(1 << 30)
-	s := newSearcher(re, a, out, make([]byte, chunk+keep), keep)
-	if err := s.run(t.Context(), nopFile{bytes.NewReader(data)}); err != nil {
+	f := nopFile{bytes.NewReader(data)}
+	if !indexed {
+		s := newSearcher(re, a, out, make([]byte, chunk+keep), keep)
+		if err := s.run(t.Context(), f); err != nil {
+			t.Fatal(err)
+		}
+		return out.body.String(), s.matches
+	}
+	x := newLineIndex(int64(chunk))
+	x.write(data)
+	s := newSearcher(re, a, out, make([]byte, 2*chunk+keep), keep)
+	if err := s.runIndexed(t.Context(), f, chunk, x.index); err != nil {
 		t.Fatal(err)
 	}
 	return out.body.String(), s.matches
@@ -123,18 +135,20 @@ func TestSearchMatchesReference(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, chunk := range []int{64, 97, 4096, 1 << 20} {
-			name := fmt.Sprintf("%s/ctx%d/max%d/skip%d/chunk%d", c.pattern, c.context, c.max, c.skip, chunk)
-			t.Run(name, func(t *testing.T) {
-				a := &args{Pattern: c.pattern, Context: c.context, MaxMatches: c.max, Offset: c.skip}
-				got, n := runSearch(t, data, a, chunk, 256)
-				want, wn := grepRef(data, c.pattern, c.context, c.max, c.skip)
-				if n != wn || got != want {
-					t.Fatalf("got %d matches, want %d\n--- got ---\n%.2000s\n--- want ---\n%.2000s", n, wn, got, want)
-				}
-				if wn == 0 && c.pattern == "zanzibar" {
-					t.Fatal("fixture has no match")
-				}
-			})
+			for _, indexed := range []bool{false, true} {
+				name := fmt.Sprintf("%s/ctx%d/max%d/skip%d/chunk%d/indexed=%v", c.pattern, c.context, c.max, c.skip, chunk, indexed)
+				t.Run(name, func(t *testing.T) {
+					a := &args{Pattern: c.pattern, Context: c.context, MaxMatches: c.max, Offset: c.skip}
+					got, n := runSearch(t, data, a, chunk, 256, indexed)
+					want, wn := grepRef(data, c.pattern, c.context, c.max, c.skip)
+					if n != wn || got != want {
+						t.Fatalf("got %d matches, want %d\n--- got ---\n%.2000s\n--- want ---\n%.2000s", n, wn, got, want)
+					}
+					if wn == 0 && c.pattern == "zanzibar" {
+						t.Fatal("fixture has no match")
+					}
+				})
+			}
 		}
 	}
 }
@@ -158,10 +172,36 @@ func FuzzSearch(f *testing.F) {
 		}
 		c := int(ctxN % 4)
 		a := &args{Pattern: pattern, Context: c, MaxMatches: 25}
-		got, n := runSearch(t, data, a, chunk, 1024)
+		got, n := runSearch(t, data, a, chunk, 1024, chunkN%2 == 1)
 		want, wn := grepRef(data, pattern, c, 25, 0)
 		if n != wn || got != want {
 			t.Fatalf("pattern %q ctx %d chunk %d: got %d matches, want %d\n--- got ---\n%s\n--- want ---\n%s", pattern, c, chunk, n, wn, got, want)
 		}
 	})
+}
+
+func TestLineIndex(t *testing.T) {
+	cases := []struct {
+		name   string
+		writes []string
+		g      int64
+		want   []int64
+	}{
+		{"empty", nil, 4, []int64{0}},
+		{"one write", []string{"a\nb\nc\nd\ne\n"}, 4, []int64{0, 2, 4}},
+		{"split writes", []string{"a\n", "b", "\nc\nd", "\ne\n"}, 4, []int64{0, 2, 4}},
+		{"exact boundary", []string{"abc\n", "def\n"}, 4, []int64{0, 1, 2}},
+		{"no newlines", []string{"abcdefghij"}, 3, []int64{0, 0, 0, 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := newLineIndex(c.g)
+			for _, w := range c.writes {
+				x.write([]byte(w))
+			}
+			if fmt.Sprint(x.index) != fmt.Sprint(c.want) {
+				t.Errorf("index %v, want %v", x.index, c.want)
+			}
+		})
+	}
 }

@@ -139,9 +139,10 @@ type Extension struct {
 type entry struct {
 	meta     Meta
 	store    Store
-	dir      string // the store's directory, if it is one
-	verified string // stamp of the last verified version
-	missing  string // why a loaded result cannot be read, if it cannot
+	dir      string  // the store's directory, if it is one
+	verified string  // stamp of the last verified version
+	lines    []int64 // line index at searchChunk granularity (lineIndex); nil until known
+	missing  string  // why a loaded result cannot be read, if it cannot
 }
 
 var (
@@ -156,7 +157,7 @@ var (
 func New(opts ...Option) *Extension {
 	e := &Extension{results: map[string]*entry{}, saved: map[string]bool{}, restored: map[string]*DirStore{}}
 	e.searchBufs.New = func() any {
-		b := make([]byte, searchChunk+keepMax)
+		b := make([]byte, searchBuffer)
 		return &b
 	}
 	for _, o := range opts {
@@ -259,7 +260,7 @@ func (e *Extension) spill(ctx context.Context, tool, callID string, isErr bool, 
 		return Result{}, err
 	}
 	typ, cols := detect(c.head, c.tailBytes(), c.size <= int64(len(c.head)))
-	m := Meta{ID: id, Tool: tool, CallID: callID, Size: c.size, Lines: c.lines(), Type: typ,
+	m := Meta{ID: id, Tool: tool, CallID: callID, Size: c.size, Lines: c.lineCount(), Type: typ,
 		SHA256: c.sum(), IsError: isErr, Created: time.Now().UTC()}
 	// The content was hashed as it was written: the version now in the
 	// store counts as verified.
@@ -277,7 +278,7 @@ func (e *Extension) spill(ctx context.Context, tool, callID string, isErr bool, 
 		_ = st.Delete(ctx, id)
 		return Result{}, ErrClosed
 	}
-	e.results[id] = &entry{meta: m, store: st, dir: dir, verified: verified}
+	e.results[id] = &entry{meta: m, store: st, dir: dir, verified: verified, lines: c.lines.index}
 	e.mu.Unlock()
 	tail := c.tailBytes()
 	return Result{Meta: m, Envelope: m.envelope(c.head, tail, e.cfg.preview, cols)}, nil
@@ -432,44 +433,58 @@ func (e *Extension) lookup(id string) (*entry, error) {
 // whole file when its stamp differs from the last verified one (or always,
 // with WithVerifyEveryRead). The hash streams, so memory stays bounded.
 func (e *Extension) open(ctx context.Context, id string) (File, Meta, error) {
+	f, m, _, err := e.openIndexed(ctx, id)
+	return f, m, err
+}
+
+// openIndexed is open that also returns the result's line index (nil if
+// unknown). The index is built during a verification pass if missing.
+func (e *Extension) openIndexed(ctx context.Context, id string) (File, Meta, []int64, error) {
 	en, err := e.lookup(id)
 	if err != nil {
-		return nil, Meta{}, err
+		return nil, Meta{}, nil, err
 	}
 	f, err := en.store.Open(ctx, id)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, Meta{}, fmt.Errorf("%w: %s: its stored file is gone", ErrUnknownID, id)
+			return nil, Meta{}, nil, fmt.Errorf("%w: %s: its stored file is gone", ErrUnknownID, id)
 		}
-		return nil, Meta{}, err
+		return nil, Meta{}, nil, err
 	}
 	st := f.Stamp()
 	e.mu.Lock()
 	ok := st != "" && st == en.verified && !e.cfg.verifyEvery
+	index := en.lines
 	e.mu.Unlock()
 	if ok {
-		return f, en.meta, nil
+		return f, en.meta, index, nil
 	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, ctxReader{ctx, f}, make([]byte, 1<<20))
+	li := newLineIndex(searchChunk)
+	n, err := io.CopyBuffer(io.MultiWriter(h, lineIndexWriter{li}), ctxReader{ctx, f}, make([]byte, 1<<20))
 	if err != nil {
 		f.Close()
-		return nil, Meta{}, fmt.Errorf("spill: verifying %s: %w", id, err)
+		return nil, Meta{}, nil, fmt.Errorf("spill: verifying %s: %w", id, err)
 	}
 	got := hex.EncodeToString(h.Sum(nil))
 	if n != en.meta.Size || got != en.meta.SHA256 {
 		f.Close()
-		return nil, Meta{}, &CorruptError{ID: id, WantSHA256: en.meta.SHA256, GotSHA256: got, WantSize: en.meta.Size, GotSize: n}
+		return nil, Meta{}, nil, &CorruptError{ID: id, WantSHA256: en.meta.SHA256, GotSHA256: got, WantSize: en.meta.Size, GotSize: n}
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		f.Close()
-		return nil, Meta{}, fmt.Errorf("spill: reading %s: %w", id, err)
+		return nil, Meta{}, nil, fmt.Errorf("spill: reading %s: %w", id, err)
 	}
 	e.mu.Lock()
 	en.verified = st
+	en.lines = li.index
 	e.mu.Unlock()
-	return f, en.meta, nil
+	return f, en.meta, li.index, nil
 }
+
+type lineIndexWriter struct{ x *lineIndex }
+
+func (w lineIndexWriter) Write(p []byte) (int, error) { w.x.write(p); return len(p), nil }
 
 // Artifacts lists the stored results that are files, for incident bundles:
 // the name is "spill/<id>.<type extension>". Results of a store without
