@@ -59,7 +59,9 @@
 // only one row or one line (up to 16 MiB for a JSON line) is held at a
 // time. Output is capped (default 16 KiB, [WithMaxOutput]) with a note
 // saying how to continue. Search prefilters candidate lines with
-// bytes.Index on the regexp's literal prefix. Lines longer than 1 MiB are
+// bytes.Index on the regexp's literal prefix, and numbers lines from a line
+// index (newline counts at every 1 MiB, recorded while the result was
+// written) instead of counting every line. Lines longer than 1 MiB are
 // searched in 1 MiB segments, and a match that crosses a segment boundary
 // is missed.
 //

@@ -15,9 +15,12 @@ import (
 // Search reads the file in large chunks and finds candidate lines without
 // looking at every line: with a literal prefix (regexp.LiteralPrefix) by
 // bytes.Index over the chunk, otherwise by running the regexp over the
-// whole chunk; only the candidate line is then matched on its own. Lines
-// are counted with bytes.Count while the chunk is in cache. Memory is the
-// chunk buffer, whatever the size of the result.
+// whole chunk; only the candidate line is then matched on its own. With
+// the result's line index (newline counts at every chunk boundary,
+// recorded while it was written or verified) lines are counted only in
+// chunks where something matched; without it, every chunk is counted with
+// bytes.Count while it is in cache. Memory is the chunk buffer, whatever
+// the size of the result.
 const (
 	searchChunk = 1 << 20  // bytes read at a time
 	keepMax     = 64 << 10 // at most this much of the previous chunk is kept for context lines
