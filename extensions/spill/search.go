@@ -44,6 +44,11 @@ type searcher struct {
 	buf      []byte
 	countPos int   // position in buf up to which lines are counted
 	countNo  int64 // number of the line that contains buf[countPos] (1-based)
+	// endPos, when not -1, is a later position whose line number endNo is
+	// known (the next chunk boundary of the line index): counting back
+	// from it is shorter for positions near it.
+	endPos int
+	endNo  int64
 
 	matches      int
 	lastPrinted  int64
@@ -86,7 +91,7 @@ func search(ctx context.Context, f File, m *Meta, a *args, out *output, buf []by
 // at a time at least) and keeps up to keep bytes of context lines.
 func newSearcher(re *regexp.Regexp, a *args, out *output, buf []byte, keep int) *searcher {
 	s := &searcher{re: re, context: a.Context, max: a.MaxMatches, skip: a.Offset, out: out,
-		keepMax: keep, buf: buf, countNo: 1}
+		keepMax: keep, buf: buf, countNo: 1, endPos: -1}
 	lit, complete := re.LiteralPrefix()
 	// A literal holding a newline cannot match within a line: verify
 	// candidates with the regexp.
@@ -173,6 +178,10 @@ func (s *searcher) runIndexed(ctx context.Context, f File, chunk int, index []in
 		// Lines are numbered from the start of the new data; the unfinished
 		// line before it is the same line (it holds no newline).
 		s.countPos, s.countNo = carry, index[i]+1
+		s.endPos = -1
+		if k == chunk && i+1 < len(index) {
+			s.endPos, s.endNo = n, index[i+1]+1
+		}
 		end := n
 		if !eof {
 			if j := bytes.LastIndexByte(buf[keep:n], '\n'); j >= 0 {
@@ -223,7 +232,11 @@ func (s *searcher) shift(from, n int) {
 // contains pos.
 func (s *searcher) countTo(pos int) int64 {
 	if pos > s.countPos {
-		s.countNo += int64(bytes.Count(s.buf[s.countPos:pos], nl))
+		if s.endPos >= pos && s.endPos-pos < pos-s.countPos {
+			s.countNo = s.endNo - int64(bytes.Count(s.buf[pos:s.endPos], nl))
+		} else {
+			s.countNo += int64(bytes.Count(s.buf[s.countPos:pos], nl))
+		}
 		s.countPos = pos
 	}
 	return s.countNo
