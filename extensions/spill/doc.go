@@ -96,7 +96,9 @@
 // Saving a session records every stored result (id, tool, size, lines,
 // type, SHA-256 and store directory). Once saved, results are retained:
 // Close keeps them (and their temporary directory) because the session
-// refers to them, and whoever keeps the session owns them. Loading the
+// refers to them, and whoever keeps the session owns them. A snapshot
+// (a save with harness.AsSnapshot, as the flight recorder takes) records
+// the results but retains nothing. Loading the
 // session into a new agent with a fresh spill extension restores them:
 // each is read from the new extension's store if it is there, or from the
 // recorded directory, read-only.
