@@ -12,6 +12,8 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/providers/anthropic"
+	"github.com/harnessx/harnessx/providers/openai"
 )
 
 type weatherInput struct {
@@ -33,11 +35,11 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	provider, label := chooseProvider()
+	provider, label, model := chooseProvider()
 	agent, err := harness.New(
 		harness.WithName("quickstart"),
 		harness.WithProvider(provider),
-		harness.WithModel(model()),
+		harness.WithModel(model),
 		harness.WithSystemPrompt("You are a concise weather assistant. Use get_weather."),
 		harness.WithTools(weather),
 	)
@@ -78,8 +80,32 @@ func printTranscript(w io.Writer, msgs []harness.Message) {
 	}
 }
 
-// chooseProvider returns the offline scripted provider.
-func chooseProvider() (harness.Provider, string) {
+// chooseProvider picks the model backend from the environment: Anthropic
+// when ANTHROPIC_API_KEY is set, OpenAI when OPENAI_API_KEY is set, and the
+// offline scripted model otherwise. HARNESSX_MODEL overrides the model name.
+func chooseProvider() (p harness.Provider, label, model string) {
+	pick := func(def string) string {
+		if m := os.Getenv("HARNESSX_MODEL"); m != "" {
+			return m
+		}
+		return def
+	}
+	switch {
+	case os.Getenv("ANTHROPIC_API_KEY") != "":
+		ap, err := anthropic.New(anthropic.WithPromptCaching())
+		if err == nil {
+			model = pick("claude-haiku-5-5")
+			return ap, "anthropic, " + model, model
+		}
+		fmt.Fprintln(os.Stderr, "quickstart: anthropic provider:", err)
+	case os.Getenv("OPENAI_API_KEY") != "":
+		op, err := openai.New(openai.WithPromptCacheKey())
+		if err == nil {
+			model = pick("gpt-5.4-mini")
+			return op, "openai, " + model, model
+		}
+		fmt.Fprintln(os.Stderr, "quickstart: openai provider:", err)
+	}
 	return harnesstest.NewScriptedProvider(
 		harnesstest.Response{
 			Text:      "Let me check.",
@@ -90,7 +116,5 @@ func chooseProvider() (harness.Provider, string) {
 			Text:  "Lisbon is at 18°C with light rain — take an umbrella.",
 			Usage: harness.Usage{InputTokens: 468, OutputTokens: 22, CacheReadInputTokens: 380},
 		},
-	), "scripted (offline)"
+	), "scripted (offline)", pick("scripted-model")
 }
-
-func model() string { return "scripted-model" }
