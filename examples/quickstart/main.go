@@ -1,6 +1,3 @@
-// Command quickstart runs a small agent offline: a scripted model asks a
-// weather tool, reads its answer and replies. It prints the transcript and
-// the token usage.
 package main
 
 import (

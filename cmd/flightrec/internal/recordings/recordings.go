@@ -1,6 +1,3 @@
-// Package recordings scans flight recording directories for flightrec:
-// the recordings (one per agent session), their runs and their incident
-// bundles.
 package recordings
 
 import (
