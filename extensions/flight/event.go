@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/jsonenc"
 	"go.opentelemetry.io/otel/trace"
 	"strconv"
 	"time"
@@ -121,7 +122,7 @@ func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 	dst = append(dst, `,"time":"`...)
 	dst = e.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `","kind":`...)
-	dst = appendString(dst, string(e.Kind))
+	dst = jsonenc.AppendString(dst, string(e.Kind))
 	dst = appendStr(dst, `,"agent":`, e.Agent, nil)
 	dst = appendStr(dst, `,"session_id":`, e.SessionID, nil)
 	dst = appendStr(dst, `,"run_id":`, e.RunID, nil)
@@ -181,7 +182,7 @@ func appendStr(dst []byte, key, s string, red *Redactor) []byte {
 		s = red.String(s)
 	}
 	dst = append(dst, key...)
-	return appendString(dst, s)
+	return jsonenc.AppendString(dst, s)
 }
 
 func appendInt(dst []byte, key string, n int64) []byte {
@@ -190,67 +191,6 @@ func appendInt(dst []byte, key string, n int64) []byte {
 	}
 	dst = append(dst, key...)
 	return strconv.AppendInt(dst, n, 10)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// jsonSafe marks the ASCII bytes that appendString copies as they are.
-// It is never modified.
-var jsonSafe = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
-// as encoding/json does; <, > and & are not escaped.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if jsonSafe[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // ParseEvent decodes one journal or events.jsonl line. It decodes the

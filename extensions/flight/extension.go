@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/jsonenc"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -709,7 +710,7 @@ func (ri *runInterceptor) InterceptTool(ctx context.Context, call *harness.ToolC
 // runIDOf finds the run of a tool call in the ring.
 func runIDOf(x *Extension, callID string) string {
 	var run string
-	needle := `"call_id":` + string(appendString(nil, callID))
+	needle := `"call_id":` + string(jsonenc.AppendString(nil, callID))
 	x.eachRing(func(line []byte) bool {
 		if strings.Contains(string(line), needle) {
 			if e, err := ParseEvent(line); err == nil && e.CallID == callID {

@@ -13,6 +13,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/jsonenc"
 )
 
 // recorder collects the attributes of one span and the keys of the values
@@ -305,49 +306,6 @@ func (h *historyCache) encode(msgs []harness.Message) string {
 
 // ---- JSON in the OpenTelemetry GenAI parts schema ----
 
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
 // appendRaw appends raw when it is valid JSON, or raw as a JSON string
 // otherwise; empty raw is an empty object.
 func appendRaw(b []byte, raw json.RawMessage) []byte {
@@ -357,14 +315,14 @@ func appendRaw(b []byte, raw json.RawMessage) []byte {
 	if json.Valid(raw) {
 		return append(b, raw...)
 	}
-	return appendString(b, string(raw))
+	return jsonenc.AppendString(b, string(raw))
 }
 
 func appendTextPart(b []byte, typ, text string) []byte {
 	b = append(b, `{"type":"`...)
 	b = append(b, typ...)
 	b = append(b, `","content":`...)
-	b = appendString(b, text)
+	b = jsonenc.AppendString(b, text)
 	return append(b, '}')
 }
 
@@ -387,21 +345,21 @@ func appendParts(b []byte, m *harness.Message) []byte {
 			b = appendTextPart(b, "reasoning", p.Text)
 		case harness.PartToolCall:
 			b = append(b, `{"type":"tool_call","id":`...)
-			b = appendString(b, p.ToolCall.ID)
+			b = jsonenc.AppendString(b, p.ToolCall.ID)
 			b = append(b, `,"name":`...)
-			b = appendString(b, p.ToolCall.Name)
+			b = jsonenc.AppendString(b, p.ToolCall.Name)
 			b = append(b, `,"arguments":`...)
 			b = appendRaw(b, p.ToolCall.Input)
 			b = append(b, '}')
 		case harness.PartToolResult:
 			b = append(b, `{"type":"tool_call_response","id":`...)
-			b = appendString(b, p.ToolResult.CallID)
+			b = jsonenc.AppendString(b, p.ToolResult.CallID)
 			b = append(b, `,"response":`...)
-			b = appendString(b, p.ToolResult.Content)
+			b = jsonenc.AppendString(b, p.ToolResult.Content)
 			b = append(b, '}')
 		default:
 			b = append(b, `{"type":`...)
-			b = appendString(b, string(p.Type))
+			b = jsonenc.AppendString(b, string(p.Type))
 			b = append(b, '}')
 		}
 		n++
@@ -413,12 +371,12 @@ func appendParts(b []byte, m *harness.Message) []byte {
 // finish_reason (output messages).
 func appendMessage(b []byte, m *harness.Message, finish string) []byte {
 	b = append(b, `{"role":`...)
-	b = appendString(b, string(m.Role))
+	b = jsonenc.AppendString(b, string(m.Role))
 	b = append(b, `,"parts":`...)
 	b = appendParts(b, m)
 	if finish != "" {
 		b = append(b, `,"finish_reason":`...)
-		b = appendString(b, finish)
+		b = jsonenc.AppendString(b, finish)
 	}
 	return append(b, '}')
 }
@@ -453,11 +411,11 @@ func appendToolDefs(b []byte, defs []harness.ToolDefinition, full bool) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"function","name":`...)
-		b = appendString(b, d.Name)
+		b = jsonenc.AppendString(b, d.Name)
 		if full {
 			if d.Description != "" {
 				b = append(b, `,"description":`...)
-				b = appendString(b, d.Description)
+				b = jsonenc.AppendString(b, d.Description)
 			}
 			b = append(b, `,"parameters":`...)
 			b = appendRaw(b, d.InputSchema)

@@ -14,54 +14,6 @@ import (
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
 
-func TestAppendStringMatchesEncodingJSON(t *testing.T) {
-	tests := []string{
-		"", "plain", `quote " and \ backslash`, "tab\tnew\nline\rcr", "\x00\x01\x1f",
-		"héllo wörld ✓ 🎉", "<html>&amp;", "bad \xff utf8 \xc3", "\u2028\u2029",
-	}
-	for _, s := range tests {
-		t.Run(fmt.Sprintf("%q", s), func(t *testing.T) {
-			b := appendString(nil, s)
-			var back string
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatalf("%s: %v", b, err)
-			}
-			want := strings.ToValidUTF8(s, "\uFFFD")
-			if utf8.ValidString(s) {
-				want = s
-			} else {
-				// encoding/json replaces each invalid byte.
-				var w strings.Builder
-				for i := 0; i < len(s); {
-					r, n := utf8.DecodeRuneInString(s[i:])
-					w.WriteRune(r)
-					i += n
-				}
-				want = w.String()
-			}
-			if back != want {
-				t.Errorf("round trip %q, want %q", back, want)
-			}
-		})
-	}
-}
-
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "a\"b", "\xff", "é\n"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		b := appendString(nil, s)
-		var back string
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("%q encoded as invalid JSON %s: %v", s, b, err)
-		}
-		if utf8.ValidString(s) && back != s {
-			t.Fatalf("round trip %q, want %q", back, s)
-		}
-	})
-}
-
 func TestAppendMessagesIsValidJSON(t *testing.T) {
 	msgs := []harness.Message{
 		harness.UserMessage("hi \"there\""),
