@@ -138,8 +138,9 @@ func WithExtensions(ext ...Extension) Option {
 // Run and Resume on one agent are serialized: a second call waits for the
 // first. The other methods are safe for concurrent use.
 type Agent struct {
-	cfg    config
-	logger *slog.Logger
+	cfg          config
+	logger       *slog.Logger
+	providerName string // from ProviderNamer, when the provider implements it
 
 	regMu sync.Mutex // guards reg and the extension contexts' handle lists
 	reg   registry
@@ -189,6 +190,9 @@ func New(opts ...Option) (*Agent, error) {
 		c.logger = slog.Default()
 	}
 	a.logger = c.logger.With("agent", c.name)
+	if n, ok := c.provider.(ProviderNamer); ok {
+		a.providerName = n.ProviderName()
+	}
 	if c.sessionID == "" {
 		c.sessionID = newID()
 	}

@@ -48,6 +48,11 @@ type Part struct {
 	Text       string      `json:"text,omitempty"`
 	ToolCall   *ToolCall   `json:"tool_call,omitempty"`
 	ToolResult *ToolResult `json:"tool_result,omitempty"`
+	// ProviderData is opaque data a provider needs to send this part back
+	// unchanged, such as the signature of an Anthropic thinking block or
+	// the data of a redacted one. It is saved with sessions and is part of
+	// the prompt-cache prefix.
+	ProviderData json.RawMessage `json:"provider_data,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool.

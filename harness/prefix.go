@@ -227,6 +227,7 @@ func appendMessage(b []byte, m *Message) []byte {
 		c := &m.Content[i]
 		b = appendStr(b, string(c.Type))
 		b = appendStr(b, c.Text)
+		b = appendStr(b, string(c.ProviderData))
 		b = appendBool(b, c.ToolCall != nil)
 		if tc := c.ToolCall; tc != nil {
 			b = appendStr(b, tc.ID)

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -103,5 +104,31 @@ func TestPrefixKeyIsDeterministicAcrossAgents(t *testing.T) {
 	}
 	if k1, k2 := key(), key(); k1.Key != k2.Key {
 		t.Errorf("keys differ: %s %s", k1.Key, k2.Key)
+	}
+}
+
+// TestPrefixKeyCoversProviderData: a reasoning part's provider data (a
+// thinking signature) is sent back to the model, so it is part of the key.
+func TestPrefixKeyCoversProviderData(t *testing.T) {
+	keyWith := func(sig string) harness.Hash {
+		p := ht.NewScriptedProvider(ht.Reply("x"))
+		msgs := []harness.Message{
+			harness.UserMessage("q"),
+			{Role: harness.RoleAssistant, Content: []harness.Part{{Type: harness.PartReasoning, Text: "thinking", ProviderData: []byte(sig)}}},
+			harness.UserMessage("next"),
+		}
+		data, _ := json.Marshal(map[string]any{"version": 1, "session_id": "s", "messages": msgs[:2]})
+		b, err := harness.LoadSession(context.Background(), data, harness.WithProvider(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close(context.Background())
+		if _, err := b.Run(context.Background(), "next"); err != nil {
+			t.Fatal(err)
+		}
+		return p.Requests()[0].PrefixKey.Messages
+	}
+	if keyWith(`{"signature":"a"}`) == keyWith(`{"signature":"b"}`) {
+		t.Error("provider data is sent to the model and must be part of the prefix key")
 	}
 }

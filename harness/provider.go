@@ -18,6 +18,14 @@ type Provider interface {
 	Generate(ctx context.Context, req *ModelRequest) (*ModelResponse, error)
 }
 
+// ProviderNamer is implemented by providers that know their name before
+// answering ("anthropic", "openai"). The engine copies it into
+// [ModelRequest.Provider], so observers can name the provider of a request
+// that fails before any response.
+type ProviderNamer interface {
+	ProviderName() string
+}
+
 // ProviderFunc adapts a function to [Provider].
 type ProviderFunc func(ctx context.Context, req *ModelRequest) (*ModelResponse, error)
 
@@ -59,6 +67,9 @@ type ModelRequest struct {
 	// Attempt counts tries of this request from 1; it grows when the engine
 	// retries after a retryable error (see [WithRetry]).
 	Attempt int
+	// Provider names the provider when it implements [ProviderNamer];
+	// empty otherwise.
+	Provider string
 	// RunID and Step locate the request: Step counts model requests of the
 	// run from 1.
 	RunID string

@@ -369,6 +369,7 @@ func (a *Agent) model(ctx context.Context, res *RunResult) (*ModelResponse, erro
 			Temperature: a.cfg.temperature,
 			Stream:      a.cfg.stream,
 			Attempt:     attempt,
+			Provider:    a.providerName,
 			RunID:       res.RunID,
 			Step:        res.Steps,
 		}

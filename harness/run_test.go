@@ -47,6 +47,9 @@ func TestRunLoop(t *testing.T) {
 		t.Fatalf("requests = %d", len(reqs))
 	}
 	r := reqs[1]
+	if r.Provider != "scripted" {
+		t.Errorf("request provider = %q, want the ProviderNamer's name", r.Provider)
+	}
 	if r.Model != "test-model" || r.System != "be brief" || r.MaxTokens != 256 || len(r.Tools) != 1 || r.Tools[0].Name != "echo" || len(r.Messages) != 3 || r.Step != 2 || r.Attempt != 1 {
 		t.Errorf("second request = %+v", r)
 	}

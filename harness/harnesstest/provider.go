@@ -100,6 +100,14 @@ func NewScriptedProvider(script ...Response) *ScriptedProvider {
 
 var _ harness.Provider = (*ScriptedProvider)(nil)
 
+// ProviderName returns Name, or "scripted".
+func (p *ScriptedProvider) ProviderName() string {
+	if p.Name == "" {
+		return "scripted"
+	}
+	return p.Name
+}
+
 // Push appends responses to the script.
 func (p *ScriptedProvider) Push(rs ...Response) {
 	p.mu.Lock()
@@ -141,8 +149,8 @@ func (p *ScriptedProvider) Generate(ctx context.Context, req *harness.ModelReque
 	s := &p.script[p.next]
 	p.next++
 	n := p.next
-	name := p.Name
 	p.mu.Unlock()
+	name := p.ProviderName()
 
 	if s.Delay > 0 {
 		t := time.NewTimer(s.Delay)
@@ -157,9 +165,6 @@ func (p *ScriptedProvider) Generate(ctx context.Context, req *harness.ModelReque
 	}
 	if s.Err != nil {
 		return nil, s.Err
-	}
-	if name == "" {
-		name = "scripted"
 	}
 	resp := &harness.ModelResponse{
 		Message:    harness.Message{Role: harness.RoleAssistant, Content: s.parts()},
