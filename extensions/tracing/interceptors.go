@@ -141,6 +141,9 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 	name := e.names.name("chat", model)
 	kp := e.getKVs()
 	*kp = append(*kp, semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model), conv)
+	if req.Provider != "" {
+		*kp = append(*kp, semconv.GenAIProviderNameKey.String(req.Provider))
+	}
 	ctx, span := e.tracer.Start(ctx, name, e.kindClient, trace.WithAttributes(*kp...))
 	e.putKVs(kp)
 	e.stats.model.Add(1)
@@ -216,8 +219,12 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		r.content(semconv.GenAIInputMessagesKey, e.history.encode(req.Messages))
 	}
 
-	// The response.
-	provider := e.cfg.providerName
+	// The response. The provider's own name (harness.ProviderNamer) comes
+	// first, then the option, then what earlier responses said.
+	provider := req.Provider
+	if provider == "" {
+		provider = e.cfg.providerName
+	}
 	model := req.Model
 	if resp != nil {
 		if resp.Provider != "" {

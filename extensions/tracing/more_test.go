@@ -68,21 +68,30 @@ func contains(list []string, s string) bool {
 func TestProviderName(t *testing.T) {
 	tests := []struct {
 		name   string
+		namer  bool // the provider implements harness.ProviderNamer
 		opts   []tracing.Option
 		script []harnesstest.Response
 		want   []string // ls_provider of each chat span
 	}{
-		{"unknown before any response", nil, []harnesstest.Response{harnesstest.Fail(errors.New("down"))}, []string{"unknown"}},
-		{"option for failed requests", []tracing.Option{tracing.WithProviderName("anthropic")},
+		{"unknown before any response", false, nil, []harnesstest.Response{harnesstest.Fail(errors.New("down"))}, []string{"unknown"}},
+		{"option for failed requests", false, []tracing.Option{tracing.WithProviderName("anthropic")},
 			[]harnesstest.Response{harnesstest.Fail(errors.New("down"))}, []string{"anthropic"}},
-		{"learnt from a response", nil,
+		{"learnt from a response", false, nil,
 			[]harnesstest.Response{harnesstest.Reply("ok"), harnesstest.Fail(errors.New("down"))}, []string{"scripted", "scripted"}},
+		{"named by the provider before any response", true, []tracing.Option{tracing.WithProviderName("other")},
+			[]harnesstest.Response{harnesstest.Fail(errors.New("down"))}, []string{"scripted"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tp, sr := recorderTP(t)
 			ext := tracing.New(append([]tracing.Option{tracing.WithTracerProvider(tp)}, tt.opts...)...)
-			a := newAgentExt(t, ext, tt.script)
+			var popts []harness.Option
+			if !tt.namer {
+				// A provider that does not implement harness.ProviderNamer.
+				sp := harnesstest.NewScriptedProvider(tt.script...)
+				popts = append(popts, harness.WithProvider(harness.ProviderFunc(sp.Generate)))
+			}
+			a := newAgentExt(t, ext, tt.script, popts...)
 			for range tt.script {
 				_, _ = a.Run(context.Background(), "go")
 			}

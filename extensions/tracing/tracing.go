@@ -67,7 +67,8 @@ type Option func(*config)
 //   - content capture on, unless CaptureContentEnv says otherwise;
 //   - no redactor;
 //   - max attribute bytes DefaultMaxAttributeBytes (64 KiB);
-//   - provider name learnt from the responses ("unknown" until then);
+//   - provider name from the provider (harness.ProviderNamer), else
+//     learnt from the responses ("unknown" until then);
 //   - no gen_ai.prompt / gen_ai.completion copies.
 type config struct {
 	tp           trace.TracerProvider
@@ -118,8 +119,10 @@ func WithMaxAttributeBytes(n int) Option {
 }
 
 // WithProviderName sets gen_ai.provider.name and ls_provider for requests
-// whose response does not name a provider (failed requests above all).
-// By default the extension uses the name the last response reported.
+// whose provider does not name itself (harness.ProviderNamer, which the
+// harnessx providers implement) and whose response names none, failed
+// requests above all. Without it the extension uses the name the last
+// response reported.
 func WithProviderName(name string) Option {
 	return func(c *config) { c.providerName = name }
 }
