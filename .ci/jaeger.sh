@@ -3,7 +3,7 @@
 # directory and prints its path. CI runs:
 #
 #   export HARNESSX_JAEGER_BIN="$(.ci/jaeger.sh)"
-#   go test -race ./...
+#   go test -race -timeout 30m ./...
 #
 # The cache is ${HARNESSX_CACHE:-$HOME/.cache/harnessx}; the binary is
 # jaeger-<version> in it, so bumping the version in tools/go.mod builds anew.
