@@ -103,4 +103,27 @@
 //
 // [AgentTool] wraps a child agent as a tool. The child keeps its own
 // extensions, and its run's context derives from the tool call's.
+//
+// # Design notes
+//
+//   - Middleware stages are small interfaces found by type assertion, not
+//     one func(Next) Next chain: the guide's middleware "implements any
+//     subset" of four transformation stages, and a transformation that only
+//     edits a value needs no next to call. Where a feature must run around
+//     a call with a derived context (a span), the interceptors are the
+//     wrapping form, first registered outermost.
+//   - Registrations are copied into an immutable snapshot on every change,
+//     so a step reads them without a lock and a run with no hooks,
+//     interceptors or prompt providers allocates nothing for them.
+//   - [Agent.SaveSession] does not wait for a running turn, because
+//     observers (the flight recorder) snapshot sessions from hooks during a
+//     turn. [AsSnapshot] marks such observation-only saves, so that savers
+//     take no ownership action for them.
+//   - A prefix key reports a changed message prefix only when the previous
+//     prefix is no longer a prefix of the new one: appending to the
+//     conversation keeps a provider's cache and is not a break.
+//   - Arguments are validated against the tool's schema with the schema
+//     library; a fast path derived from the schema itself accepts the most
+//     common shape (an object of scalar properties) without allocating, and
+//     leaves every doubtful input to the library, which a fuzz test checks.
 package harness
