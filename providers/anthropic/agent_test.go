@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -110,6 +111,76 @@ func TestAgentRetriesCutStream(t *testing.T) {
 			}
 			if tt.want == harness.StatusCompleted && res.Text != "Lisbon is at 18°C with light rain — take an umbrella." {
 				t.Errorf("text %q", res.Text)
+			}
+		})
+	}
+}
+
+// TestSessionKeepsThinking: a thinking tool-use turn that pauses for
+// approval is saved, loaded into an agent with a NEW provider (another
+// process, as far as the provider can tell) and resumed; the next request
+// sends the thinking blocks back with their signature and redacted data,
+// which ride in the session as the parts' ProviderData.
+func TestSessionKeepsThinking(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			first, second := fixture("thinking.json"), fixture("final.json")
+			sig := "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
+			if stream {
+				first, second = fixture("stream_tool.sse"), fixture("stream_final.sse")
+				sig = "EqQBCgIYAhIMStreamSig"
+			}
+			ctx := context.Background()
+			ask := weather()
+			ask.Permission = harness.PermissionAsk
+			opts := func(p *Provider) []harness.Option {
+				return []harness.Option{
+					harness.WithProvider(p),
+					harness.WithModel(model),
+					harness.WithTools(ask),
+					harness.WithStreaming(stream),
+				}
+			}
+
+			srv1 := replay.New(first)
+			defer srv1.Close()
+			agent, err := harness.New(opts(newTestProvider(t, srv1, WithThinking(1024)))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer agent.Close(ctx)
+			res, err := agent.Run(ctx, "Weather in Lisbon?")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != harness.StatusPaused || len(res.Pending) != 1 {
+				t.Fatalf("status %s pending %+v err %v", res.Status, res.Pending, res.Err)
+			}
+			saved, err := agent.SaveSession(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(saved, []byte(`"provider_data":{"provider":"anthropic","signature":"`+sig+`"}`)) {
+				t.Errorf("the session does not hold the signature:\n%s", saved)
+			}
+
+			srv2 := replay.New(second)
+			defer srv2.Close()
+			loaded, err := harness.LoadSession(ctx, saved, opts(newTestProvider(t, srv2, WithThinking(1024)))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer loaded.Close(ctx)
+			res, err = loaded.Resume(ctx, harness.Approve(res.Pending[0].ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != harness.StatusCompleted || res.Text != "Lisbon is at 18°C with light rain — take an umbrella." {
+				t.Fatalf("status %s text %q err %v", res.Status, res.Text, res.Err)
+			}
+			checkRequest(t, srv2, 0, fmt.Sprintf("session_resume_stream_%v.request.json", stream))
+			if n := len(srv2.Requests()); n != 1 {
+				t.Errorf("%d requests after the resume, want 1", n)
 			}
 		})
 	}

@@ -21,15 +21,24 @@
 //
 // Thinking ([WithThinking], [WithAdaptiveThinking]) comes back as reasoning
 // parts. The API requires the thinking blocks of a tool-use turn to be sent
-// back signed; the provider remembers the signature of each thinking block
-// it received (and the data of redacted ones, whose part text is a marker)
-// and restores them when the reasoning part returns in a later request. A
-// reasoning part the provider does not know, such as one from a session
-// loaded into a new process, is left out of the request.
+// back unchanged and signed, so the provider keeps what the text cannot
+// hold in the part's ProviderData, a small JSON object:
+// {"provider":"anthropic","signature":"..."} for a thinking block and
+// {"provider":"anthropic","redacted_data":"..."} for a redacted_thinking
+// block, whose part text is the placeholder "[redacted thinking]". The
+// provider keeps no state of its own: ProviderData is saved with sessions,
+// so a conversation loaded into a new process, with a new Provider, sends
+// its thinking back as it came. A reasoning part without this provider's
+// ProviderData (from another provider, or with the data stripped) is left
+// out of the request, since the API rejects unsigned thinking.
 //
 // Stop reasons map onto harness.StopReason (end_turn, tool_use, max_tokens,
 // stop_sequence, refusal, pause_turn; model_context_window_exceeded counts
 // as max_tokens) with the API's value in RawStopReason.
+//
+// The provider names itself "anthropic" ([Provider.ProviderName], for
+// harness.ProviderNamer), so the engine fills ModelRequest.Provider and
+// observers can name it even for a request that fails.
 //
 // # Usage and prompt caching
 //

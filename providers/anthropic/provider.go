@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sync"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -117,10 +116,12 @@ type Provider struct {
 	client sdk.Client
 	cfg    config
 	log    *slog.Logger
-	sigs   *reasoningStore
 }
 
-var _ harness.Provider = (*Provider)(nil)
+var (
+	_ harness.Provider      = (*Provider)(nil)
+	_ harness.ProviderNamer = (*Provider)(nil)
+)
 
 // New builds a provider. It does not contact the API; missing credentials
 // surface on the first request.
@@ -165,9 +166,14 @@ func New(opts ...Option) (*Provider, error) {
 		client: sdk.NewClient(ro...),
 		cfg:    cfg,
 		log:    cfg.logger.With("provider", Name),
-		sigs:   newReasoningStore(reasoningStoreSize),
 	}, nil
 }
+
+// ProviderName returns [Name], "anthropic". It implements
+// harness.ProviderNamer, so the engine fills ModelRequest.Provider before
+// the request is sent and observers can name the provider of a request
+// that fails.
+func (p *Provider) ProviderName() string { return Name }
 
 // Generate sends req to the Messages API and returns the reply; with
 // req.Stream it streams and assembles the events. It blocks until the reply
@@ -228,49 +234,4 @@ func (p *Provider) wrapErr(ctx context.Context, err error) error {
 		return &ConnectionError{Provider: Name, Err: err}
 	}
 	return fmt.Errorf("%s: %w", Name, err)
-}
-
-// reasoningStoreSize bounds the thinking signatures a provider remembers.
-const reasoningStoreSize = 4096
-
-// reasoningStore remembers, per provider, the signature of each thinking
-// block and the data of each redacted one, keyed by the reasoning part's
-// text, so that a later request can send them back: the API requires the
-// thinking blocks of a tool-use turn to return signed and unchanged, and
-// harness.Part has no field for the signature. Entries leave in FIFO order
-// beyond the bound.
-type reasoningStore struct {
-	mu    sync.Mutex
-	max   int
-	m     map[string]reasoningBlock
-	order []string
-}
-
-type reasoningBlock struct {
-	signature string // thinking
-	data      string // redacted_thinking
-}
-
-func newReasoningStore(n int) *reasoningStore {
-	return &reasoningStore{max: n, m: make(map[string]reasoningBlock)}
-}
-
-func (s *reasoningStore) put(key string, b reasoningBlock) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.m[key]; !ok {
-		if len(s.order) >= s.max {
-			delete(s.m, s.order[0])
-			s.order = s.order[1:]
-		}
-		s.order = append(s.order, key)
-	}
-	s.m[key] = b
-}
-
-func (s *reasoningStore) get(key string) (reasoningBlock, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.m[key]
-	return b, ok
 }

@@ -199,8 +199,17 @@ func TestGenerate(t *testing.T) {
 				if len(c) != 3 || c[0].Type != harness.PartReasoning || c[1].Type != harness.PartReasoning || c[2].Type != harness.PartToolCall {
 					t.Fatalf("content %+v", c)
 				}
-				if !strings.HasPrefix(c[1].Text, "[redacted thinking ") {
+				if got := string(c[0].ProviderData); got != `{"provider":"anthropic","signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}` {
+					t.Errorf("thinking provider data %s", got)
+				}
+				if c[1].Text != redactedThinkingText {
 					t.Errorf("redacted part text %q", c[1].Text)
+				}
+				if got := string(c[1].ProviderData); got != `{"provider":"anthropic","redacted_data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"}` {
+					t.Errorf("redacted provider data %s", got)
+				}
+				if c[2].ProviderData != nil {
+					t.Errorf("tool call provider data %s", c[2].ProviderData)
 				}
 				if r.Usage.ReasoningTokens != 41 || r.Usage.OutputTokens != 96 {
 					t.Errorf("usage %+v", r.Usage)
@@ -255,6 +264,12 @@ func TestGenerate(t *testing.T) {
 				if len(c) != 3 || c[0].Text != "I need the weather for Lisbon." || c[1].Text != "Checking." {
 					t.Fatalf("content %+v", c)
 				}
+				if got := string(c[0].ProviderData); got != `{"provider":"anthropic","signature":"EqQBCgIYAhIMStreamSig"}` {
+					t.Errorf("streamed signature: provider data %s", got)
+				}
+				if c[1].ProviderData != nil {
+					t.Errorf("text part provider data %s", c[1].ProviderData)
+				}
 				if tc := c[2].ToolCall; tc == nil || tc.ID != "toolu_01Stream" || string(tc.Input) != `{"city": "Lisbon"}` {
 					t.Errorf("tool call %+v", tc)
 				}
@@ -295,7 +310,9 @@ func TestGenerate(t *testing.T) {
 
 // TestThinkingRoundTrip sends a thinking reply back, as the engine does
 // with tool results: the signed thinking and the redacted block must return
-// unchanged, which the golden request shows.
+// unchanged, which the golden request shows. The signature travels in the
+// parts' ProviderData, so a second Provider value, which never saw the
+// reply, sends the same body.
 func TestThinkingRoundTrip(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
@@ -322,20 +339,112 @@ func TestThinkingRoundTrip(t *testing.T) {
 			}
 			checkRequest(t, srv, 1, fmt.Sprintf("thinking_roundtrip_stream_%v.request.json", stream))
 
-			// A provider that never saw the thinking (another process)
-			// leaves it out rather than send it unsigned.
 			srv2 := replay.New(fixture("final.json"))
 			defer srv2.Close()
-			other := newTestProvider(t, srv2)
+			other := newTestProvider(t, srv2, WithThinking(1024))
 			if _, err := other.Generate(context.Background(), req); err != nil {
 				t.Fatal(err)
 			}
-			body := string(srv2.Requests()[0].Body)
-			if strings.Contains(body, `"thinking"`) || strings.Contains(body, "redacted_thinking") {
-				t.Errorf("unknown reasoning was sent: %s", body)
+			if got, want := srv2.Requests()[0].Body, srv.Requests()[1].Body; !bytes.Equal(got, want) {
+				t.Errorf("a new provider sent a different body:\n%s\nwant\n%s", got, want)
 			}
 		})
 	}
+}
+
+// TestReasoningLeftOut: a reasoning part that carries no usable
+// ProviderData of this provider is left out of the request, since the API
+// rejects unsigned thinking; the rest of the message goes as it is.
+func TestReasoningLeftOut(t *testing.T) {
+	p, err := New(WithAPIKey("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		data string
+	}{
+		{"none", ``},
+		{"null", `null`},
+		{"not an object", `"EqQBCgIYAh"`},
+		{"another provider", `{"provider":"gemini","signature":"EqQBCgIYAh"}`},
+		{"no provider", `{"signature":"EqQBCgIYAh"}`},
+		{"empty", `{"provider":"anthropic"}`},
+		{"wrong types", `{"provider":"anthropic","signature":7}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := harness.Message{Role: harness.RoleAssistant, Content: []harness.Part{
+				{Type: harness.PartReasoning, Text: "I should check.", ProviderData: json.RawMessage(tt.data)},
+				{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "t", Name: "f", Input: json.RawMessage(`{}`)}},
+			}}
+			blocks := p.blocks(&m)
+			if len(blocks) != 1 || blocks[0].OfToolUse == nil {
+				t.Errorf("blocks %+v, want only the tool_use", blocks)
+			}
+		})
+	}
+
+	// Reasoning in a user message is never sent, signed or not.
+	m := harness.Message{Role: harness.RoleUser, Content: []harness.Part{
+		{Type: harness.PartReasoning, Text: "x", ProviderData: signedThinking("sig")},
+		{Type: harness.PartText, Text: "Hi"},
+	}}
+	if blocks := p.blocks(&m); len(blocks) != 1 || blocks[0].OfText == nil {
+		t.Errorf("user message blocks %+v", blocks)
+	}
+}
+
+// TestThinkingData: the ProviderData the provider writes reads back the
+// same.
+func TestThinkingData(t *testing.T) {
+	if signedThinking("") != nil || redactedThinking("") != nil {
+		t.Error("provider data for an empty signature or redacted block")
+	}
+	for _, raw := range []json.RawMessage{signedThinking("Eq+/=\"\u2028<>&"), redactedThinking("Em+/==")} {
+		if !json.Valid(raw) {
+			t.Fatalf("invalid JSON %s", raw)
+		}
+		d, err := decodeThinking(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if d.Signature != "Eq+/=\"\u2028<>&" && d.RedactedData != "Em+/==" {
+			t.Errorf("%s decoded to %+v", raw, d)
+		}
+	}
+}
+
+// TestProviderName: the provider names itself, and the engine passes the
+// name on in ModelRequest.Provider.
+func TestProviderName(t *testing.T) {
+	srv := replay.New(fixture("plain.json"))
+	defer srv.Close()
+	p := newTestProvider(t, srv)
+	var n harness.ProviderNamer = p
+	if got := n.ProviderName(); got != "anthropic" {
+		t.Errorf("ProviderName() = %q", got)
+	}
+	rec := &requestRecorder{}
+	agent, err := harness.New(harness.WithProvider(p), harness.WithModel(model), harness.WithMiddleware(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close(context.Background())
+	if _, err := agent.Run(context.Background(), "Hi"); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.providers) != 1 || rec.providers[0] != Name {
+		t.Errorf("ModelRequest.Provider %q, want [%q]", rec.providers, Name)
+	}
+}
+
+// requestRecorder is a middleware that notes ModelRequest.Provider.
+type requestRecorder struct{ providers []string }
+
+func (r *requestRecorder) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
+	r.providers = append(r.providers, req.Provider)
+	return nil
 }
 
 func TestErrors(t *testing.T) {

@@ -2,8 +2,6 @@ package anthropic
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -18,10 +16,11 @@ import (
 //   - User messages become user messages; assistant messages keep their
 //     order of thinking, text and tool_use blocks; a harness tool message
 //     becomes a user message of tool_result blocks (is_error kept).
-//   - Reasoning parts go back as the signed thinking (or redacted_thinking)
-//     blocks they came from; one whose signature the provider does not
-//     know (from another provider or process) is left out, since the API
-//     rejects unsigned thinking.
+//   - Reasoning parts of assistant messages go back as the thinking (or
+//     redacted_thinking) blocks they came from, with the signature (or
+//     data) kept in the part's ProviderData. A part without this
+//     provider's ProviderData (from another provider, or stripped) is left
+//     out, since the API rejects unsigned thinking.
 //   - Empty text parts and messages left empty are dropped: the API rejects
 //     empty text blocks.
 //   - Temperature is not sent: API version 2026-10-21, which SDK v2 speaks,
@@ -105,14 +104,14 @@ func (p *Provider) blocks(m *harness.Message) []sdk.ContentBlockParamUnion {
 			if m.Role != harness.RoleAssistant {
 				continue
 			}
-			b, ok := p.sigs.get(reasoningKey(part.Text))
+			d, err := decodeThinking(part.ProviderData)
 			switch {
-			case ok && b.data != "":
-				out = append(out, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: b.data}})
-			case ok:
-				out = append(out, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: part.Text, Signature: b.signature}})
+			case err != nil:
+				p.log.Debug("anthropic: reasoning part cannot be sent back; left out", "reason", err.Error())
+			case d.RedactedData != "":
+				out = append(out, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: d.RedactedData}})
 			default:
-				p.log.Debug("anthropic: reasoning part without a known signature; not sent")
+				out = append(out, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: part.Text, Signature: d.Signature}})
 			}
 		case harness.PartToolCall:
 			if tc := part.ToolCall; tc != nil {
@@ -192,19 +191,6 @@ func toolParam(t *harness.ToolDefinition) (*sdk.ToolParam, error) {
 		}
 	}
 	return tp, nil
-}
-
-// reasoningKey is the store key of a reasoning part's text.
-func reasoningKey(text string) string {
-	h := sha256.Sum256([]byte(text))
-	return string(h[:])
-}
-
-// redactedText is the reasoning text that stands for a redacted thinking
-// block: the API returns only encrypted data, which the part cannot hold.
-func redactedText(data string) string {
-	h := sha256.Sum256([]byte(data))
-	return "[redacted thinking " + hex.EncodeToString(h[:6]) + "]"
 }
 
 // isObject reports whether b is a JSON object.

@@ -245,15 +245,11 @@ func (p *Provider) response(r *reply) *harness.ModelResponse {
 				parts = append(parts, harness.Part{Type: harness.PartText, Text: t})
 			}
 		case "thinking":
-			t := b.thinking.String()
-			if sig := b.signature.String(); sig != "" {
-				p.sigs.put(reasoningKey(t), reasoningBlock{signature: sig})
-			}
-			parts = append(parts, harness.Part{Type: harness.PartReasoning, Text: t})
+			parts = append(parts, harness.Part{Type: harness.PartReasoning, Text: b.thinking.String(),
+				ProviderData: signedThinking(b.signature.String())})
 		case "redacted_thinking":
-			t := redactedText(b.data)
-			p.sigs.put(reasoningKey(t), reasoningBlock{data: b.data})
-			parts = append(parts, harness.Part{Type: harness.PartReasoning, Text: t})
+			parts = append(parts, harness.Part{Type: harness.PartReasoning, Text: redactedThinkingText,
+				ProviderData: redactedThinking(b.data)})
 		case "tool_use":
 			in := b.input.String()
 			if in == "" && len(b.startInput) > 0 {

@@ -18,12 +18,16 @@
 // result's content starts with "Error: ". Tool definitions keep their JSON
 // schema as function parameters. MaxTokens is sent as
 // max_completion_tokens, Temperature as temperature. Reasoning parts are
-// not sent back: the API does not accept them. Replies with a
+// not sent back, whatever their ProviderData: the API does not accept them. Replies with a
 // reasoning_content field (OpenAI-compatible servers) give a reasoning part.
 //
 // finish_reason maps onto harness.StopReason (stop → end_turn, tool_calls →
 // tool_use, length → max_tokens, content_filter → content_filter; a
 // refusal → refusal) with the API's value in RawStopReason.
+//
+// The provider names itself "openai" ([Provider.ProviderName], for
+// harness.ProviderNamer), so the engine fills ModelRequest.Provider and
+// observers can name it even for a request that fails.
 //
 // # Usage and prompt caching
 //

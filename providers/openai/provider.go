@@ -93,7 +93,10 @@ type Provider struct {
 	log    *slog.Logger
 }
 
-var _ harness.Provider = (*Provider)(nil)
+var (
+	_ harness.Provider      = (*Provider)(nil)
+	_ harness.ProviderNamer = (*Provider)(nil)
+)
 
 // New builds a provider. It does not contact the API; missing credentials
 // surface on the first request.
@@ -127,6 +130,12 @@ func New(opts ...Option) (*Provider, error) {
 	ro = append(ro, cfg.reqOpts...)
 	return &Provider{client: sdk.NewClient(ro...), cfg: cfg, log: cfg.logger.With("provider", Name)}, nil
 }
+
+// ProviderName returns [Name], "openai". It implements
+// harness.ProviderNamer, so the engine fills ModelRequest.Provider before
+// the request is sent and observers can name the provider of a request
+// that fails.
+func (p *Provider) ProviderName() string { return Name }
 
 // Generate sends req to the Chat Completions API and returns the reply;
 // with req.Stream it streams (with stream_options.include_usage) and

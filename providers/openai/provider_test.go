@@ -561,3 +561,39 @@ func TestMalformedArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderName: the provider names itself, and the engine passes the
+// name on in ModelRequest.Provider.
+func TestProviderName(t *testing.T) {
+	srv := replay.New(fixture("plain.json"))
+	defer srv.Close()
+	p := newTestProvider(t, srv)
+	var n harness.ProviderNamer = p
+	if got := n.ProviderName(); got != "openai" {
+		t.Errorf("ProviderName() = %q", got)
+	}
+	rec := &requestRecorder{}
+	agent, err := harness.New(harness.WithProvider(p), harness.WithModel(model), harness.WithMiddleware(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close(context.Background())
+	res, err := agent.Run(context.Background(), "Hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.providers) != 1 || rec.providers[0] != Name {
+		t.Errorf("ModelRequest.Provider %q, want [%q]", rec.providers, Name)
+	}
+	if res.Text == "" {
+		t.Error("empty reply")
+	}
+}
+
+// requestRecorder is a middleware that notes ModelRequest.Provider.
+type requestRecorder struct{ providers []string }
+
+func (r *requestRecorder) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
+	r.providers = append(r.providers, req.Provider)
+	return nil
+}
