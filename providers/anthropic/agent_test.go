@@ -8,78 +8,35 @@ import (
 	"testing"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/providers/internal/provtest"
 	"github.com/harnessx/harnessx/providers/internal/replay"
 )
-
-type weatherInput struct {
-	City string `json:"city" jsonschema:"the city to report on"`
-}
-
-func weather() *harness.Tool {
-	return harness.MustTool(harness.NewTool("get_weather", "Report the current weather of a city.",
-		func(_ context.Context, in weatherInput) (string, error) {
-			return fmt.Sprintf("%s: 18°C, light rain", in.City), nil
-		}))
-}
 
 // TestAgentRoundTrip runs a full harness agent against the loopback
 // server: the model calls a tool, the engine runs it and sends the result
 // back, the model answers.
 func TestAgentRoundTrip(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			first, second := fixture("tool_use.json"), fixture("final.json")
+	provtest.AgentRoundTrip{
+		Model:    model,
+		Endpoint: endpoint,
+		Serve: func(t *testing.T, srv *replay.Server) harness.Provider {
+			return newTestProvider(t, srv, WithPromptCaching())
+		},
+		Calls: func(bool) int { return 1 },
+		Usage: func(stream bool) harness.Usage {
 			if stream {
-				first, second = fixture("stream_tool.sse"), fixture("stream_final.sse")
+				return harness.Usage{InputTokens: 472 + 400 + 35 + 466, OutputTokens: 89 + 19, CacheReadInputTokens: 466, CacheCreationInputTokens: 400, ReasoningTokens: 12}
 			}
-			srv := replay.New(first, second)
-			defer srv.Close()
-			p := newTestProvider(t, srv, WithPromptCaching())
-			agent, err := harness.New(
-				harness.WithProvider(p),
-				harness.WithModel(model),
-				harness.WithSystemPrompt("You are a concise weather assistant. Use get_weather."),
-				harness.WithTools(weather()),
-				harness.WithStreaming(stream),
-			)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer agent.Close(context.Background())
-			res, err := agent.Run(context.Background(), "What's the weather in Lisbon?")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Status != harness.StatusCompleted || res.Steps != 2 {
-				t.Fatalf("status %s steps %d err %v", res.Status, res.Steps, res.Err)
-			}
-			if res.Text != "Lisbon is at 18°C with light rain — take an umbrella." {
-				t.Errorf("text %q", res.Text)
-			}
-			// messages: user, assistant(tool call), tool(result), assistant
-			if len(res.Messages) != 4 || res.Messages[2].Role != harness.RoleTool {
-				t.Fatalf("messages %+v", res.Messages)
-			}
-			if tr := res.Messages[2].Content[0].ToolResult; tr.Content != "Lisbon: 18°C, light rain" || tr.IsError {
-				t.Errorf("tool result %+v", tr)
-			}
-			want := harness.Usage{InputTokens: 412 + 35 + 466, OutputTokens: 58 + 19, CacheReadInputTokens: 466}
-			if stream {
-				want = harness.Usage{InputTokens: 472 + 400 + 35 + 466, OutputTokens: 89 + 19, CacheReadInputTokens: 466, CacheCreationInputTokens: 400, ReasoningTokens: 12}
-			}
-			if res.Usage != want {
-				t.Errorf("usage %+v, want %+v", res.Usage, want)
-			}
-			checkRequest(t, srv, 1, fmt.Sprintf("agent_step2_stream_%v.request.json", stream))
-		})
-	}
+			return harness.Usage{InputTokens: 412 + 35 + 466, OutputTokens: 58 + 19, CacheReadInputTokens: 466}
+		},
+	}.Run(t)
 }
 
 // TestAgentRetriesCutStream: a stream cut mid-message is a retryable
 // error, so an agent with harness.WithRetry sends the request again and the
 // run completes; without the retry policy the run fails with ErrStream.
 func TestAgentRetriesCutStream(t *testing.T) {
-	cut := replay.Response{Body: replay.Truncate(fixture("stream_final.sse").Body, "event: message_delta")}
+	cut := replay.Response{Body: replay.Truncate(provtest.Fixture("stream_final.sse").Body, "event: message_delta")}
 	tests := []struct {
 		name     string
 		attempts int
@@ -90,7 +47,7 @@ func TestAgentRetriesCutStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := replay.New(cut, fixture("stream_final.sse"))
+			srv := replay.New(cut, provtest.Fixture("stream_final.sse"))
 			defer srv.Close()
 			agent, err := harness.New(
 				harness.WithProvider(newTestProvider(t, srv)),
@@ -124,14 +81,14 @@ func TestAgentRetriesCutStream(t *testing.T) {
 func TestSessionKeepsThinking(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			first, second := fixture("thinking.json"), fixture("final.json")
+			first, second := provtest.Fixture("thinking.json"), provtest.Fixture("final.json")
 			sig := "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
 			if stream {
-				first, second = fixture("stream_tool.sse"), fixture("stream_final.sse")
+				first, second = provtest.Fixture("stream_tool.sse"), provtest.Fixture("stream_final.sse")
 				sig = "EqQBCgIYAhIMStreamSig"
 			}
 			ctx := context.Background()
-			ask := weather()
+			ask := provtest.Weather()
 			ask.Permission = harness.PermissionAsk
 			opts := func(p *Provider) []harness.Option {
 				return []harness.Option{
@@ -178,7 +135,7 @@ func TestSessionKeepsThinking(t *testing.T) {
 			if res.Status != harness.StatusCompleted || res.Text != "Lisbon is at 18°C with light rain — take an umbrella." {
 				t.Fatalf("status %s text %q err %v", res.Status, res.Text, res.Err)
 			}
-			checkRequest(t, srv2, 0, fmt.Sprintf("session_resume_stream_%v.request.json", stream))
+			endpoint.CheckRequest(t, srv2, 0, fmt.Sprintf("session_resume_stream_%v.request.json", stream))
 			if n := len(srv2.Requests()); n != 1 {
 				t.Errorf("%d requests after the resume, want 1", n)
 			}

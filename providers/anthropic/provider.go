@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/providers/internal/apierr"
+	"github.com/harnessx/harnessx/providers/internal/clientopt"
 )
 
 // Name is the provider name reported in [harness.ModelResponse.Provider]
@@ -39,11 +38,7 @@ type Option func(*config)
 //     the model spans);
 //   - logger: slog.Default() when New is called.
 type config struct {
-	apiKey       *string
-	baseURL      string
-	maxRetries   *int
-	httpClient   *http.Client
-	reqOpts      []option.RequestOption
+	clientopt.Common[option.RequestOption]
 	caching      bool
 	maxTokens    int64
 	thinking     sdk.ThinkingConfigParamUnion
@@ -52,25 +47,25 @@ type config struct {
 }
 
 // WithAPIKey sets the API key, in place of ANTHROPIC_API_KEY.
-func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = &key } }
+func WithAPIKey(key string) Option { return func(c *config) { c.APIKey = &key } }
 
 // WithBaseURL sets the API's base URL, in place of ANTHROPIC_BASE_URL and
 // https://api.anthropic.com/.
-func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+func WithBaseURL(u string) Option { return func(c *config) { c.BaseURL = u } }
 
 // WithMaxRetries sets how many times the SDK retries a request that failed
 // with a rate limit, a server error or a connection error; 0 disables
 // retries. It must not be negative.
-func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = &n } }
+func WithMaxRetries(n int) Option { return func(c *config) { c.MaxRetries = &n } }
 
 // WithHTTPClient sets the HTTP client the SDK sends requests with.
-func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.HTTPClient = hc } }
 
 // WithRequestOptions passes raw SDK request options to the client, after
 // the provider's own, so that they win: headers, middleware, timeouts,
 // JSON overrides.
 func WithRequestOptions(opts ...option.RequestOption) Option {
-	return func(c *config) { c.reqOpts = append(c.reqOpts, opts...) }
+	return func(c *config) { c.ReqOpts = append(c.ReqOpts, opts...) }
 }
 
 // WithPromptCaching places cache_control {type: ephemeral} breakpoints on
@@ -108,7 +103,15 @@ func WithSDKTelemetry() Option { return func(c *config) { c.sdkTelemetry = true 
 
 // WithLogger sets the logger for the provider's debug notes (ignored
 // request fields, skipped content).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.Logger = l } }
+
+// sdkOptions maps the common client settings to the SDK's options.
+var sdkOptions = clientopt.SDK[option.RequestOption]{
+	WithAPIKey:     option.WithAPIKey,
+	WithBaseURL:    option.WithBaseURL,
+	WithHTTPClient: func(hc *http.Client) option.RequestOption { return option.WithHTTPClient(hc) },
+	WithMaxRetries: option.WithMaxRetries,
+}
 
 // Provider is a [harness.Provider] for the Anthropic Messages API, built on
 // github.com/anthropics/anthropic-sdk-go/v2. It is safe for concurrent use.
@@ -133,39 +136,24 @@ func New(opts ...Option) (*Provider, error) {
 	if cfg.maxTokens <= 0 {
 		return nil, fmt.Errorf("anthropic: default max tokens must be positive, got %d", cfg.maxTokens)
 	}
-	if cfg.maxRetries != nil && *cfg.maxRetries < 0 {
-		return nil, fmt.Errorf("anthropic: max retries must not be negative, got %d", *cfg.maxRetries)
+	if err := cfg.CheckRetries(Name); err != nil {
+		return nil, err
 	}
 	if t := cfg.thinking.OfEnabled; t != nil && t.BudgetTokens <= 0 {
 		return nil, fmt.Errorf("anthropic: thinking budget must be positive, got %d", t.BudgetTokens)
 	}
-	if cfg.logger == nil {
-		cfg.logger = slog.Default()
-	}
-	var ro []option.RequestOption
+	var first []option.RequestOption
 	if !cfg.sdkTelemetry {
-		ro = append(ro, option.WithoutOpenTelemetry())
+		first = append(first, option.WithoutOpenTelemetry())
 	}
-	if cfg.apiKey != nil {
-		ro = append(ro, option.WithAPIKey(*cfg.apiKey))
+	ro, err := cfg.ClientOptions(Name, sdkOptions, first...)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.baseURL != "" {
-		if _, err := url.Parse(cfg.baseURL); err != nil {
-			return nil, fmt.Errorf("anthropic: base URL: %w", err)
-		}
-		ro = append(ro, option.WithBaseURL(cfg.baseURL))
-	}
-	if cfg.httpClient != nil {
-		ro = append(ro, option.WithHTTPClient(cfg.httpClient))
-	}
-	if cfg.maxRetries != nil {
-		ro = append(ro, option.WithMaxRetries(*cfg.maxRetries))
-	}
-	ro = append(ro, cfg.reqOpts...)
 	return &Provider{
 		client: sdk.NewClient(ro...),
 		cfg:    cfg,
-		log:    cfg.logger.With("provider", Name),
+		log:    cfg.Logger.With("provider", Name),
 	}, nil
 }
 
@@ -225,13 +213,5 @@ func (p *Provider) wrapErr(ctx context.Context, err error) error {
 		}
 		return e
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w", Name, err)
-	}
-	var ue *url.Error
-	var ne net.Error
-	if errors.As(err, &ue) || errors.As(err, &ne) {
-		return &ConnectionError{Provider: Name, Err: err}
-	}
-	return fmt.Errorf("%s: %w", Name, err)
+	return apierr.Transport(Name, err)
 }

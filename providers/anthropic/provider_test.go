@@ -4,33 +4,40 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/providers/internal/provtest"
 	"github.com/harnessx/harnessx/providers/internal/replay"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const model = "claude-sonnet-5-5"
 
+// endpoint is what every request of the test provider must look like.
+var endpoint = provtest.Endpoint{
+	Path:   "/v1/messages",
+	APIKey: "sk-ant-test",
+	Header: func(t *testing.T, i int, h http.Header) {
+		t.Helper()
+		if got := h.Get("Anthropic-Version"); got == "" {
+			t.Errorf("request %d: no anthropic-version header", i)
+		}
+		if got := h.Get("Traceparent"); got != "" {
+			t.Errorf("request %d: SDK telemetry should be off, got traceparent %q", i, got)
+		}
+	},
+}
+
 // newTestProvider returns a provider that talks to srv, with one retry.
 func newTestProvider(t *testing.T, srv *replay.Server, opts ...Option) *Provider {
 	t.Helper()
-	base := []Option{WithAPIKey("sk-ant-test"), WithBaseURL(srv.URL()), WithHTTPClient(srv.Client()), WithMaxRetries(1)}
+	base := []Option{WithAPIKey(endpoint.APIKey), WithBaseURL(srv.URL()), WithHTTPClient(srv.Client()), WithMaxRetries(1)}
 	p, err := New(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -38,23 +45,12 @@ func newTestProvider(t *testing.T, srv *replay.Server, opts ...Option) *Provider
 	return p
 }
 
-func fixture(name string) replay.Response {
-	return replay.File(filepath.Join("testdata", "replay", name))
-}
+// serve is newTestProvider without options, for the shared drivers.
+func serve(t *testing.T, srv *replay.Server) harness.Provider { return newTestProvider(t, srv) }
 
-func weatherTool() harness.ToolDefinition {
-	return harness.ToolDefinition{
-		Name:        "get_weather",
-		Description: "Report the current weather of a city.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city to report on"}},"required":["city"],"additionalProperties":false}`),
-	}
-}
-
-func timeTool() harness.ToolDefinition {
-	return harness.ToolDefinition{
-		Name:        "get_time",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"zone":{"type":"string"}}}`),
-	}
+// dial returns a provider that sends to baseURL with hc and no retries.
+func dial(baseURL string, hc *http.Client) (harness.Provider, error) {
+	return New(WithAPIKey("k"), WithBaseURL(baseURL), WithHTTPClient(hc), WithMaxRetries(0))
 }
 
 // history is a conversation with a tool round trip, an error result and a
@@ -76,80 +72,14 @@ func history() []harness.Message {
 	}
 }
 
-// checkGolden compares got with testdata/name, or rewrites it with -update.
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
-// checkRequest compares the body of request i with a golden file and checks
-// the headers every request carries.
-func checkRequest(t *testing.T, srv *replay.Server, i int, golden string) {
-	t.Helper()
-	reqs := srv.Requests()
-	if len(reqs) <= i {
-		t.Fatalf("server got %d requests, want at least %d", len(reqs), i+1)
-	}
-	r := reqs[i]
-	if r.Method != http.MethodPost || r.Path != "/v1/messages" {
-		t.Errorf("request %d: %s %s, want POST /v1/messages", i, r.Method, r.Path)
-	}
-	if got := r.Header.Get("Authorization"); got != "Bearer sk-ant-test" {
-		t.Errorf("request %d: Authorization %q", i, got)
-	}
-	if got := r.Header.Get("Anthropic-Version"); got == "" {
-		t.Errorf("request %d: no anthropic-version header", i)
-	}
-	if got := r.Header.Get("Traceparent"); got != "" {
-		t.Errorf("request %d: SDK telemetry should be off, got traceparent %q", i, got)
-	}
-	body, err := replay.Indent(r.Body)
-	if err != nil {
-		t.Fatalf("request %d body is not JSON: %v\n%s", i, err, r.Body)
-	}
-	checkGolden(t, golden, body)
-}
-
-// responseJSON encodes a response for a golden file; FirstChunkAt is
-// checked by the caller and left out.
-func responseJSON(t *testing.T, r *harness.ModelResponse) []byte {
-	t.Helper()
-	c := *r
-	c.FirstChunkAt = time.Time{}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(b, '\n')
-}
-
 func TestGenerate(t *testing.T) {
 	temp := 0.2
-	tests := []struct {
-		name   string
-		opts   []Option
-		req    harness.ModelRequest
-		script []replay.Response
-		check  func(t *testing.T, r *harness.ModelResponse)
-	}{
+	tests := []provtest.GenerateCase[Option]{
 		{
-			name:   "plain",
-			req:    harness.ModelRequest{Model: model, System: "You are terse.", Messages: []harness.Message{harness.UserMessage("Hi")}},
-			script: []replay.Response{fixture("plain.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "plain",
+			Req:    harness.ModelRequest{Model: model, System: "You are terse.", Messages: []harness.Message{harness.UserMessage("Hi")}},
+			Script: []replay.Response{provtest.Fixture("plain.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.Message.Text() != "Hello! How can I help you today?" || r.StopReason != harness.StopEndTurn {
 					t.Errorf("text %q stop %q", r.Message.Text(), r.StopReason)
 				}
@@ -162,11 +92,11 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name: "tool_use",
-			req: harness.ModelRequest{Model: model, System: "Use tools.", MaxTokens: 1024, Temperature: &temp,
-				Tools: []harness.ToolDefinition{weatherTool(), timeTool()}, Messages: []harness.Message{harness.UserMessage("Weather in Lisbon?")}},
-			script: []replay.Response{fixture("tool_use.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name: "tool_use",
+			Req: harness.ModelRequest{Model: model, System: "Use tools.", MaxTokens: 1024, Temperature: &temp,
+				Tools: []harness.ToolDefinition{provtest.WeatherTool(), provtest.TimeTool()}, Messages: []harness.Message{harness.UserMessage("Weather in Lisbon?")}},
+			Script: []replay.Response{provtest.Fixture("tool_use.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				calls := r.Message.ToolCalls()
 				if len(calls) != 1 || calls[0].ID != "toolu_01Weather" || calls[0].Name != "get_weather" || string(calls[0].Input) != `{"city": "Lisbon"}` {
 					t.Errorf("calls %+v", calls)
@@ -177,12 +107,12 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name: "history_cached",
-			opts: []Option{WithPromptCaching()},
-			req: harness.ModelRequest{Model: model, System: "You are a weather assistant.",
-				Tools: []harness.ToolDefinition{weatherTool(), timeTool()}, Messages: history()},
-			script: []replay.Response{fixture("cached.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name: "history_cached",
+			Opts: []Option{WithPromptCaching()},
+			Req: harness.ModelRequest{Model: model, System: "You are a weather assistant.",
+				Tools: []harness.ToolDefinition{provtest.WeatherTool(), provtest.TimeTool()}, Messages: history()},
+			Script: []replay.Response{provtest.Fixture("cached.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				want := harness.Usage{InputTokens: 9 + 2048 + 120, OutputTokens: 10, CacheReadInputTokens: 2048, CacheCreationInputTokens: 120}
 				if r.Usage != want {
 					t.Errorf("usage %+v, want %+v", r.Usage, want)
@@ -190,11 +120,11 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name:   "thinking",
-			opts:   []Option{WithThinking(2048), WithDefaultMaxTokens(8192)},
-			req:    harness.ModelRequest{Model: model, Tools: []harness.ToolDefinition{weatherTool()}, Messages: []harness.Message{harness.UserMessage("Weather in Lisbon?")}},
-			script: []replay.Response{fixture("thinking.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "thinking",
+			Opts:   []Option{WithThinking(2048), WithDefaultMaxTokens(8192)},
+			Req:    harness.ModelRequest{Model: model, Tools: []harness.ToolDefinition{provtest.WeatherTool()}, Messages: []harness.Message{harness.UserMessage("Weather in Lisbon?")}},
+			Script: []replay.Response{provtest.Fixture("thinking.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				c := r.Message.Content
 				if len(c) != 3 || c[0].Type != harness.PartReasoning || c[1].Type != harness.PartReasoning || c[2].Type != harness.PartToolCall {
 					t.Fatalf("content %+v", c)
@@ -217,30 +147,30 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name:   "refusal",
-			req:    harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Do something bad.")}},
-			script: []replay.Response{fixture("refusal.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "refusal",
+			Req:    harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Do something bad.")}},
+			Script: []replay.Response{provtest.Fixture("refusal.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.StopReason != harness.StopRefusal || len(r.Message.Content) != 0 {
 					t.Errorf("stop %q content %+v", r.StopReason, r.Message.Content)
 				}
 			},
 		},
 		{
-			name:   "max_tokens",
-			req:    harness.ModelRequest{Model: model, MaxTokens: 8, Messages: []harness.Message{harness.UserMessage("Tell me a story.")}},
-			script: []replay.Response{fixture("max_tokens.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "max_tokens",
+			Req:    harness.ModelRequest{Model: model, MaxTokens: 8, Messages: []harness.Message{harness.UserMessage("Tell me a story.")}},
+			Script: []replay.Response{provtest.Fixture("max_tokens.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.StopReason != harness.StopMaxTokens {
 					t.Errorf("stop %q", r.StopReason)
 				}
 			},
 		},
 		{
-			name:   "stream_text",
-			req:    harness.ModelRequest{Model: model, Stream: true, Messages: []harness.Message{harness.UserMessage("Say hello")}},
-			script: []replay.Response{fixture("stream_text.sse")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "stream_text",
+			Req:    harness.ModelRequest{Model: model, Stream: true, Messages: []harness.Message{harness.UserMessage("Say hello")}},
+			Script: []replay.Response{provtest.Fixture("stream_text.sse")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.Message.Text() != "Hello, world!" || r.StopReason != harness.StopEndTurn {
 					t.Errorf("text %q stop %q", r.Message.Text(), r.StopReason)
 				}
@@ -254,12 +184,12 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name: "stream_tool",
-			opts: []Option{WithAdaptiveThinking(), WithPromptCaching()},
-			req: harness.ModelRequest{Model: model, Stream: true, System: "Use tools.", Tools: []harness.ToolDefinition{weatherTool()},
+			Name: "stream_tool",
+			Opts: []Option{WithAdaptiveThinking(), WithPromptCaching()},
+			Req: harness.ModelRequest{Model: model, Stream: true, System: "Use tools.", Tools: []harness.ToolDefinition{provtest.WeatherTool()},
 				Messages: []harness.Message{harness.UserMessage("Weather in Lisbon?")}},
-			script: []replay.Response{fixture("stream_tool.sse")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Script: []replay.Response{provtest.Fixture("stream_tool.sse")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				c := r.Message.Content
 				if len(c) != 3 || c[0].Text != "I need the weather for Lisbon." || c[1].Text != "Checking." {
 					t.Fatalf("content %+v", c)
@@ -283,29 +213,7 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := replay.New(tt.script...)
-			defer srv.Close()
-			p := newTestProvider(t, srv, tt.opts...)
-			resp, err := p.Generate(context.Background(), &tt.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Provider != Name || resp.Model != model || resp.ID == "" {
-				t.Errorf("provider %q model %q id %q", resp.Provider, resp.Model, resp.ID)
-			}
-			if resp.Message.Role != harness.RoleAssistant {
-				t.Errorf("role %q", resp.Message.Role)
-			}
-			tt.check(t, resp)
-			checkRequest(t, srv, 0, tt.name+".request.json")
-			checkGolden(t, tt.name+".response.json", responseJSON(t, resp))
-			if n := len(srv.Requests()); n != 1 {
-				t.Errorf("%d requests, want 1", n)
-			}
-		})
-	}
+	provtest.Generate(t, Name, endpoint, tests, newTestProvider, func(got, _ string) bool { return got == model })
 }
 
 // TestThinkingRoundTrip sends a thinking reply back, as the engine does
@@ -316,14 +224,14 @@ func TestGenerate(t *testing.T) {
 func TestThinkingRoundTrip(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			first := fixture("thinking.json")
+			first := provtest.Fixture("thinking.json")
 			if stream {
-				first = fixture("stream_tool.sse")
+				first = provtest.Fixture("stream_tool.sse")
 			}
-			srv := replay.New(first, fixture("final.json"))
+			srv := replay.New(first, provtest.Fixture("final.json"))
 			defer srv.Close()
 			p := newTestProvider(t, srv, WithThinking(1024))
-			req := &harness.ModelRequest{Model: model, Stream: stream, Tools: []harness.ToolDefinition{weatherTool()},
+			req := &harness.ModelRequest{Model: model, Stream: stream, Tools: []harness.ToolDefinition{provtest.WeatherTool()},
 				Messages: []harness.Message{harness.UserMessage("Weather in Lisbon?")}}
 			resp, err := p.Generate(context.Background(), req)
 			if err != nil {
@@ -337,9 +245,9 @@ func TestThinkingRoundTrip(t *testing.T) {
 			if _, err := p.Generate(context.Background(), req); err != nil {
 				t.Fatal(err)
 			}
-			checkRequest(t, srv, 1, fmt.Sprintf("thinking_roundtrip_stream_%v.request.json", stream))
+			endpoint.CheckRequest(t, srv, 1, fmt.Sprintf("thinking_roundtrip_stream_%v.request.json", stream))
 
-			srv2 := replay.New(fixture("final.json"))
+			srv2 := replay.New(provtest.Fixture("final.json"))
 			defer srv2.Close()
 			other := newTestProvider(t, srv2, WithThinking(1024))
 			if _, err := other.Generate(context.Background(), req); err != nil {
@@ -417,35 +325,7 @@ func TestThinkingData(t *testing.T) {
 
 // TestProviderName: the provider names itself, and the engine passes the
 // name on in ModelRequest.Provider.
-func TestProviderName(t *testing.T) {
-	srv := replay.New(fixture("plain.json"))
-	defer srv.Close()
-	p := newTestProvider(t, srv)
-	var n harness.ProviderNamer = p
-	if got := n.ProviderName(); got != "anthropic" {
-		t.Errorf("ProviderName() = %q", got)
-	}
-	rec := &requestRecorder{}
-	agent, err := harness.New(harness.WithProvider(p), harness.WithModel(model), harness.WithMiddleware(rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close(context.Background())
-	if _, err := agent.Run(context.Background(), "Hi"); err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.providers) != 1 || rec.providers[0] != Name {
-		t.Errorf("ModelRequest.Provider %q, want [%q]", rec.providers, Name)
-	}
-}
-
-// requestRecorder is a middleware that notes ModelRequest.Provider.
-type requestRecorder struct{ providers []string }
-
-func (r *requestRecorder) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
-	r.providers = append(r.providers, req.Provider)
-	return nil
-}
+func TestProviderName(t *testing.T) { provtest.ProviderName(t, Name, model, serve) }
 
 func TestErrors(t *testing.T) {
 	authBody := `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"},"request_id":"req_011Auth"}`
@@ -453,172 +333,53 @@ func TestErrors(t *testing.T) {
 	rateBody := `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`
 	overBody := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
 	fast := map[string]string{"retry-after-ms": "1"}
-	streamed := fixture("stream_tool.sse").Body
+	streamed := provtest.Fixture("stream_tool.sse").Body
 
-	tests := []struct {
-		name      string
-		stream    bool
-		script    []replay.Response
-		requests  int
-		sentinel  error
-		status    int
-		errType   string
-		retryable bool
-		reason    string // StreamError reason
-	}{
-		{name: "401", script: []replay.Response{replay.Status(401, authBody, nil)}, requests: 1,
-			sentinel: ErrAuthentication, status: 401, errType: "authentication_error"},
-		{name: "403", script: []replay.Response{replay.Status(403, `{"type":"error","error":{"type":"permission_error","message":"no access to model"}}`, nil)}, requests: 1,
-			sentinel: ErrAuthentication, status: 403, errType: "permission_error"},
-		{name: "400", script: []replay.Response{replay.Status(400, badBody, nil)}, requests: 1,
-			sentinel: ErrInvalidRequest, status: 400, errType: "invalid_request_error"},
-		{name: "429 twice", script: []replay.Response{replay.Status(429, rateBody, fast), replay.Status(429, rateBody, fast)}, requests: 2,
-			sentinel: ErrRateLimited, status: 429, errType: "rate_limit_error", retryable: true},
-		{name: "529 twice", script: []replay.Response{replay.Status(529, overBody, fast), replay.Status(529, overBody, fast)}, requests: 2,
-			sentinel: ErrServer, status: 529, errType: "overloaded_error", retryable: true},
-		{name: "stream 401", stream: true, script: []replay.Response{replay.Status(401, authBody, nil)}, requests: 1,
-			sentinel: ErrAuthentication, status: 401, errType: "authentication_error"},
-		{name: "stream cut before message_delta", stream: true,
-			script:   []replay.Response{{Body: replay.Truncate(streamed, "event: message_delta")}},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "stream ended without message_stop"},
-		{name: "stream cut mid block", stream: true,
-			script:   []replay.Response{{Body: replay.Truncate(streamed, `"partial_json":"bon`)}},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "stream ended without message_stop"},
-		{name: "stream empty", stream: true, script: []replay.Response{{Body: []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n"), ContentType: "text/event-stream"}},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "stream ended without message_start"},
-		{name: "stream bad json", stream: true, script: []replay.Response{fixture("stream_bad_json.sse")},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "malformed event data"},
-		{name: "stream bad tool json", stream: true,
-			script:   []replay.Response{{Body: bytes.Replace(streamed, []byte(`bon\"}`), []byte(`bon\"`), 1)}},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "input JSON does not parse"},
-		{name: "stream error event", stream: true, script: []replay.Response{fixture("stream_error_event.sse")},
-			requests: 1, sentinel: ErrServer, errType: "overloaded_error", retryable: true},
+	tests := []provtest.ErrorCase{
+		{Name: "401", Script: []replay.Response{replay.Status(401, authBody, nil)}, Requests: 1,
+			Sentinel: ErrAuthentication, Status: 401, ErrType: "authentication_error"},
+		{Name: "403", Script: []replay.Response{replay.Status(403, `{"type":"error","error":{"type":"permission_error","message":"no access to model"}}`, nil)}, Requests: 1,
+			Sentinel: ErrAuthentication, Status: 403, ErrType: "permission_error"},
+		{Name: "400", Script: []replay.Response{replay.Status(400, badBody, nil)}, Requests: 1,
+			Sentinel: ErrInvalidRequest, Status: 400, ErrType: "invalid_request_error"},
+		{Name: "429 twice", Script: []replay.Response{replay.Status(429, rateBody, fast), replay.Status(429, rateBody, fast)}, Requests: 2,
+			Sentinel: ErrRateLimited, Status: 429, ErrType: "rate_limit_error", Retryable: true},
+		{Name: "529 twice", Script: []replay.Response{replay.Status(529, overBody, fast), replay.Status(529, overBody, fast)}, Requests: 2,
+			Sentinel: ErrServer, Status: 529, ErrType: "overloaded_error", Retryable: true},
+		{Name: "stream 401", Stream: true, Script: []replay.Response{replay.Status(401, authBody, nil)}, Requests: 1,
+			Sentinel: ErrAuthentication, Status: 401, ErrType: "authentication_error"},
+		{Name: "stream cut before message_delta", Stream: true,
+			Script:   []replay.Response{{Body: replay.Truncate(streamed, "event: message_delta")}},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "stream ended without message_stop"},
+		{Name: "stream cut mid block", Stream: true,
+			Script:   []replay.Response{{Body: replay.Truncate(streamed, `"partial_json":"bon`)}},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "stream ended without message_stop"},
+		{Name: "stream empty", Stream: true, Script: []replay.Response{{Body: []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n"), ContentType: "text/event-stream"}},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "stream ended without message_start"},
+		{Name: "stream bad json", Stream: true, Script: []replay.Response{provtest.Fixture("stream_bad_json.sse")},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "malformed event data"},
+		{Name: "stream bad tool json", Stream: true,
+			Script:   []replay.Response{{Body: bytes.Replace(streamed, []byte(`bon\"}`), []byte(`bon\"`), 1)}},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "input JSON does not parse"},
+		{Name: "stream error event", Stream: true, Script: []replay.Response{provtest.Fixture("stream_error_event.sse")},
+			Requests: 1, Sentinel: ErrServer, ErrType: "overloaded_error", Retryable: true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := replay.New(tt.script...)
-			defer srv.Close()
-			p := newTestProvider(t, srv)
-			_, err := p.Generate(context.Background(), &harness.ModelRequest{Model: model, Stream: tt.stream,
-				Messages: []harness.Message{harness.UserMessage("Hi")}})
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if !errors.Is(err, tt.sentinel) {
-				t.Errorf("error %v does not match %v", err, tt.sentinel)
-			}
-			var re harness.RetryableError
-			if !errors.As(err, &re) || re.Retryable() != tt.retryable {
-				t.Errorf("retryable: %v, want %v (%T)", re != nil && re.Retryable(), tt.retryable, err)
-			}
-			if tt.sentinel == ErrStream {
-				var se *StreamError
-				if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.reason) {
-					t.Errorf("error %v, want a StreamError with reason %q", err, tt.reason)
-				}
-			} else {
-				var ae *APIError
-				if !errors.As(err, &ae) {
-					t.Fatalf("error %T %v is not an *APIError", err, err)
-				}
-				if ae.StatusCode != tt.status || ae.Type != tt.errType || ae.Message == "" || ae.Provider != Name {
-					t.Errorf("APIError %+v", ae)
-				}
-			}
-			if n := len(srv.Requests()); n != tt.requests {
-				t.Errorf("%d requests, want %d", n, tt.requests)
-			}
-		})
-	}
+	provtest.Errors(t, Name, model, tests, serve)
 }
 
 // TestRetryThenSuccess: a 429 is retried by the SDK, honouring
 // retry-after-ms, and the second answer is returned.
 func TestRetryThenSuccess(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			ok := fixture("plain.json")
-			if stream {
-				ok = fixture("stream_text.sse")
-			}
-			srv := replay.New(replay.Status(429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`,
-				map[string]string{"retry-after-ms": "1"}), ok)
-			defer srv.Close()
-			p := newTestProvider(t, srv)
-			resp, err := p.Generate(context.Background(), &harness.ModelRequest{Model: model, Stream: stream, Messages: []harness.Message{harness.UserMessage("Hi")}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Message.Text() == "" {
-				t.Error("empty reply")
-			}
-			reqs := srv.Requests()
-			if len(reqs) != 2 || !bytes.Equal(reqs[0].Body, reqs[1].Body) {
-				t.Errorf("%d requests; the retry must resend the same body", len(reqs))
-			}
-		})
-	}
+	provtest.RetryThenSuccess(t, model, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, serve)
 }
 
 func TestConnectionRefused(t *testing.T) {
-	srv := replay.New()
-	url := srv.URL()
-	srv.Close()
-	p, err := New(WithAPIKey("k"), WithBaseURL(url), WithMaxRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = p.Generate(context.Background(), &harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Hi")}})
-	var ce *ConnectionError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrConnection) || !ce.Retryable() {
-		t.Errorf("error %T %v, want a retryable *ConnectionError", err, err)
-	}
+	provtest.ConnectionRefused(t, model, []bool{false}, dial)
 }
 
 // TestCancel cancels a request the server holds open, streamed or not.
 func TestCancel(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			arrived := make(chan struct{}, 1)
-			release := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(200)
-				// A stream that has started: the cancel must cut it.
-				fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\",\"usage\":{\"input_tokens\":1}}}\n\n")
-				w.(http.Flusher).Flush()
-				arrived <- struct{}{}
-				select {
-				case <-r.Context().Done():
-				case <-release:
-				}
-			}))
-			defer srv.Close()
-			defer close(release)
-			p, err := New(WithAPIKey("k"), WithBaseURL(srv.URL), WithHTTPClient(srv.Client()), WithMaxRetries(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				<-arrived
-				cancel()
-			}()
-			done := make(chan error, 1)
-			go func() {
-				_, err := p.Generate(ctx, &harness.ModelRequest{Model: model, Stream: stream, Messages: []harness.Message{harness.UserMessage("Hi")}})
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("error %v, want context.Canceled", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Generate did not return after cancel")
-			}
-		})
-	}
+	provtest.Cancel(t, model, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"x\",\"usage\":{\"input_tokens\":1}}}\n\n", dial)
 }
 
 func TestNewRejects(t *testing.T) {
@@ -644,25 +405,14 @@ func TestInvalidRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		req  harness.ModelRequest
-	}{
-		{"no model", harness.ModelRequest{Messages: []harness.Message{harness.UserMessage("Hi")}}},
-		{"no messages", harness.ModelRequest{Model: model}},
-		{"only empty text", harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("")}}},
-		{"bad role", harness.ModelRequest{Model: model, Messages: []harness.Message{{Role: "system", Content: []harness.Part{{Type: harness.PartText, Text: "x"}}}}}},
-		{"bad schema", harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Hi")},
+	provtest.InvalidRequests(t, p, []provtest.RequestCase{
+		{Name: "no model", Req: harness.ModelRequest{Messages: []harness.Message{harness.UserMessage("Hi")}}},
+		{Name: "no messages", Req: harness.ModelRequest{Model: model}},
+		{Name: "only empty text", Req: harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("")}}},
+		{Name: "bad role", Req: harness.ModelRequest{Model: model, Messages: []harness.Message{{Role: "system", Content: []harness.Part{{Type: harness.PartText, Text: "x"}}}}}},
+		{Name: "bad schema", Req: harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Hi")},
 			Tools: []harness.ToolDefinition{{Name: "t", InputSchema: json.RawMessage(`[1,2]`)}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := p.Generate(context.Background(), &tt.req)
-			if !errors.Is(err, ErrInvalidRequest) {
-				t.Errorf("error %v, want ErrInvalidRequest", err)
-			}
-		})
-	}
+	})
 }
 
 // TestToolInputSentAsObject: the API takes only an object as tool_use

@@ -5,12 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/providers/internal/apierr"
+	"github.com/harnessx/harnessx/providers/internal/clientopt"
 )
 
 // Name is the provider name reported in [harness.ModelResponse.Provider]
@@ -37,37 +35,33 @@ type Option func(*config)
 //   - no prompt_cache_key, no reasoning_effort;
 //   - logger: slog.Default() when New is called.
 type config struct {
-	apiKey     *string
-	baseURL    string
-	maxRetries *int
-	httpClient *http.Client
-	reqOpts    []option.RequestOption
-	cacheKey   bool
-	effort     shared.ReasoningEffort
-	logger     *slog.Logger
+	clientopt.Common[option.RequestOption]
+	cacheKey bool
+	effort   shared.ReasoningEffort
+	logger   *slog.Logger
 }
 
 // WithAPIKey sets the API key, in place of OPENAI_API_KEY.
-func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = &key } }
+func WithAPIKey(key string) Option { return func(c *config) { c.APIKey = &key } }
 
 // WithBaseURL sets the API's base URL, in place of OPENAI_BASE_URL and
 // https://api.openai.com/v1/. Any server that speaks the Chat Completions
 // API works.
-func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
+func WithBaseURL(u string) Option { return func(c *config) { c.BaseURL = u } }
 
 // WithMaxRetries sets how many times the SDK retries a request that failed
 // with a rate limit, a server error or a connection error; 0 disables
 // retries. It must not be negative.
-func WithMaxRetries(n int) Option { return func(c *config) { c.maxRetries = &n } }
+func WithMaxRetries(n int) Option { return func(c *config) { c.MaxRetries = &n } }
 
 // WithHTTPClient sets the HTTP client the SDK sends requests with.
-func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.HTTPClient = hc } }
 
 // WithRequestOptions passes raw SDK request options to the client, after
 // the provider's own, so that they win: headers, organization, project,
 // middleware, timeouts, JSON overrides.
 func WithRequestOptions(opts ...option.RequestOption) Option {
-	return func(c *config) { c.reqOpts = append(c.reqOpts, opts...) }
+	return func(c *config) { c.ReqOpts = append(c.ReqOpts, opts...) }
 }
 
 // WithPromptCacheKey sends the harness's prefix key
@@ -83,7 +77,15 @@ func WithReasoningEffort(effort string) Option {
 }
 
 // WithLogger sets the logger for the provider's debug notes.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.Logger = l } }
+
+// sdkOptions maps the common client settings to the SDK's options.
+var sdkOptions = clientopt.SDK[option.RequestOption]{
+	WithAPIKey:     option.WithAPIKey,
+	WithBaseURL:    option.WithBaseURL,
+	WithHTTPClient: func(hc *http.Client) option.RequestOption { return option.WithHTTPClient(hc) },
+	WithMaxRetries: option.WithMaxRetries,
+}
 
 // Provider is a [harness.Provider] for the OpenAI Chat Completions API,
 // built on github.com/openai/openai-go/v3. It is safe for concurrent use.
@@ -105,30 +107,14 @@ func New(opts ...Option) (*Provider, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.maxRetries != nil && *cfg.maxRetries < 0 {
-		return nil, fmt.Errorf("openai: max retries must not be negative, got %d", *cfg.maxRetries)
+	if err := cfg.CheckRetries(Name); err != nil {
+		return nil, err
 	}
-	if cfg.logger == nil {
-		cfg.logger = slog.Default()
+	ro, err := cfg.ClientOptions(Name, sdkOptions)
+	if err != nil {
+		return nil, err
 	}
-	var ro []option.RequestOption
-	if cfg.apiKey != nil {
-		ro = append(ro, option.WithAPIKey(*cfg.apiKey))
-	}
-	if cfg.baseURL != "" {
-		if _, err := url.Parse(cfg.baseURL); err != nil {
-			return nil, fmt.Errorf("openai: base URL: %w", err)
-		}
-		ro = append(ro, option.WithBaseURL(cfg.baseURL))
-	}
-	if cfg.httpClient != nil {
-		ro = append(ro, option.WithHTTPClient(cfg.httpClient))
-	}
-	if cfg.maxRetries != nil {
-		ro = append(ro, option.WithMaxRetries(*cfg.maxRetries))
-	}
-	ro = append(ro, cfg.reqOpts...)
-	return &Provider{client: sdk.NewClient(ro...), cfg: cfg, log: cfg.logger.With("provider", Name)}, nil
+	return &Provider{client: sdk.NewClient(ro...), cfg: cfg, log: cfg.Logger.With("provider", Name)}, nil
 }
 
 // ProviderName returns [Name], "openai". It implements
@@ -201,15 +187,7 @@ func (p *Provider) wrapErr(ctx context.Context, err error) error {
 		}
 		return &APIError{Provider: Name, Type: ev.Error.Type, Code: ev.Error.Code, Message: msg, Err: se}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w", Name, err)
-	}
-	var ue *url.Error
-	var ne net.Error
-	if errors.As(err, &ue) || errors.As(err, &ne) {
-		return &ConnectionError{Provider: Name, Err: err}
-	}
-	return fmt.Errorf("%s: %w", Name, err)
+	return apierr.Transport(Name, err)
 }
 
 // doneWatcher wraps a streamed response body and notes whether the

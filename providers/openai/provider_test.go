@@ -1,37 +1,31 @@
 package openai
 
 import (
-	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/providers/internal/provtest"
 	"github.com/harnessx/harnessx/providers/internal/replay"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const model = "gpt-5.4-mini"
 
+// endpoint is what every request of the test provider must look like.
+var endpoint = provtest.Endpoint{Path: "/chat/completions", APIKey: "sk-test"}
+
 // newTestProvider returns a provider that talks to srv, with one retry.
 func newTestProvider(t *testing.T, srv *replay.Server, opts ...Option) *Provider {
 	t.Helper()
-	base := []Option{WithAPIKey("sk-test"), WithBaseURL(srv.URL()), WithHTTPClient(srv.Client()), WithMaxRetries(1)}
+	base := []Option{WithAPIKey(endpoint.APIKey), WithBaseURL(srv.URL()), WithHTTPClient(srv.Client()), WithMaxRetries(1)}
 	p, err := New(append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -39,23 +33,12 @@ func newTestProvider(t *testing.T, srv *replay.Server, opts ...Option) *Provider
 	return p
 }
 
-func fixture(name string) replay.Response {
-	return replay.File(filepath.Join("testdata", "replay", name))
-}
+// serve is newTestProvider without options, for the shared drivers.
+func serve(t *testing.T, srv *replay.Server) harness.Provider { return newTestProvider(t, srv) }
 
-func weatherTool() harness.ToolDefinition {
-	return harness.ToolDefinition{
-		Name:        "get_weather",
-		Description: "Report the current weather of a city.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city to report on"}},"required":["city"],"additionalProperties":false}`),
-	}
-}
-
-func timeTool() harness.ToolDefinition {
-	return harness.ToolDefinition{
-		Name:        "get_time",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"zone":{"type":"string"}}}`),
-	}
+// dial returns a provider that sends to baseURL with hc and no retries.
+func dial(baseURL string, hc *http.Client) (harness.Provider, error) {
+	return New(WithAPIKey("k"), WithBaseURL(baseURL), WithHTTPClient(hc), WithMaxRetries(0))
 }
 
 // history is a conversation with a tool round trip, an error result, a
@@ -81,70 +64,15 @@ func history() []harness.Message {
 	}
 }
 
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
-func checkRequest(t *testing.T, srv *replay.Server, i int, golden string) {
-	t.Helper()
-	reqs := srv.Requests()
-	if len(reqs) <= i {
-		t.Fatalf("server got %d requests, want at least %d", len(reqs), i+1)
-	}
-	r := reqs[i]
-	if r.Method != http.MethodPost || r.Path != "/chat/completions" {
-		t.Errorf("request %d: %s %s, want POST /chat/completions", i, r.Method, r.Path)
-	}
-	if got := r.Header.Get("Authorization"); got != "Bearer sk-test" {
-		t.Errorf("request %d: Authorization %q", i, got)
-	}
-	body, err := replay.Indent(r.Body)
-	if err != nil {
-		t.Fatalf("request %d body is not JSON: %v\n%s", i, err, r.Body)
-	}
-	checkGolden(t, golden, body)
-}
-
-func responseJSON(t *testing.T, r *harness.ModelResponse) []byte {
-	t.Helper()
-	c := *r
-	c.FirstChunkAt = time.Time{}
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(b, '\n')
-}
-
 func TestGenerate(t *testing.T) {
 	temp := 0.2
 	key := harness.PrefixKey{Key: sha256.Sum256([]byte("prefix"))}
-	tests := []struct {
-		name   string
-		opts   []Option
-		req    harness.ModelRequest
-		script []replay.Response
-		check  func(t *testing.T, r *harness.ModelResponse)
-	}{
+	tests := []provtest.GenerateCase[Option]{
 		{
-			name:   "plain",
-			req:    harness.ModelRequest{Model: model, System: "You are terse.", Messages: []harness.Message{harness.UserMessage("Hi")}},
-			script: []replay.Response{fixture("plain.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "plain",
+			Req:    harness.ModelRequest{Model: model, System: "You are terse.", Messages: []harness.Message{harness.UserMessage("Hi")}},
+			Script: []replay.Response{provtest.Fixture("plain.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.Message.Text() != "Hello! How can I help you today?" || r.StopReason != harness.StopEndTurn || r.RawStopReason != "stop" {
 					t.Errorf("text %q stop %q raw %q", r.Message.Text(), r.StopReason, r.RawStopReason)
 				}
@@ -157,11 +85,11 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name: "tool_use",
-			req: harness.ModelRequest{Model: model, System: "Use tools.", MaxTokens: 1024, Temperature: &temp,
-				Tools: []harness.ToolDefinition{weatherTool(), timeTool()}, Messages: []harness.Message{harness.UserMessage("Weather in Lisbon?")}},
-			script: []replay.Response{fixture("tool_use.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name: "tool_use",
+			Req: harness.ModelRequest{Model: model, System: "Use tools.", MaxTokens: 1024, Temperature: &temp,
+				Tools: []harness.ToolDefinition{provtest.WeatherTool(), provtest.TimeTool()}, Messages: []harness.Message{harness.UserMessage("Weather in Lisbon?")}},
+			Script: []replay.Response{provtest.Fixture("tool_use.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				calls := r.Message.ToolCalls()
 				if len(calls) != 1 || calls[0].ID != "call_Weather01" || calls[0].Name != "get_weather" || string(calls[0].Input) != `{"city":"Lisbon"}` {
 					t.Errorf("calls %+v", calls)
@@ -172,12 +100,12 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name: "history_cached",
-			opts: []Option{WithPromptCacheKey()},
-			req: harness.ModelRequest{Model: model, System: "You are a weather assistant.", PrefixKey: key,
-				Tools: []harness.ToolDefinition{weatherTool(), timeTool()}, Messages: history()},
-			script: []replay.Response{fixture("cached.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name: "history_cached",
+			Opts: []Option{WithPromptCacheKey()},
+			Req: harness.ModelRequest{Model: model, System: "You are a weather assistant.", PrefixKey: key,
+				Tools: []harness.ToolDefinition{provtest.WeatherTool(), provtest.TimeTool()}, Messages: history()},
+			Script: []replay.Response{provtest.Fixture("cached.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				want := harness.Usage{InputTokens: 2300, OutputTokens: 8, CacheReadInputTokens: 2048, CacheCreationInputTokens: 128}
 				if r.Usage != want {
 					t.Errorf("usage %+v, want %+v", r.Usage, want)
@@ -185,21 +113,21 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name:   "reasoning",
-			opts:   []Option{WithReasoningEffort("high")},
-			req:    harness.ModelRequest{Model: "gpt-5.4", Messages: []harness.Message{harness.UserMessage("Is 17 prime?")}},
-			script: []replay.Response{fixture("reasoning.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "reasoning",
+			Opts:   []Option{WithReasoningEffort("high")},
+			Req:    harness.ModelRequest{Model: "gpt-5.4", Messages: []harness.Message{harness.UserMessage("Is 17 prime?")}},
+			Script: []replay.Response{provtest.Fixture("reasoning.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.Usage != (harness.Usage{InputTokens: 30, OutputTokens: 240, ReasoningTokens: 192}) {
 					t.Errorf("usage %+v", r.Usage)
 				}
 			},
 		},
 		{
-			name:   "reasoning_content",
-			req:    harness.ModelRequest{Model: "deepseek-reasoner", Messages: []harness.Message{harness.UserMessage("Is 17 prime?")}},
-			script: []replay.Response{fixture("reasoning_content.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "reasoning_content",
+			Req:    harness.ModelRequest{Model: "deepseek-reasoner", Messages: []harness.Message{harness.UserMessage("Is 17 prime?")}},
+			Script: []replay.Response{provtest.Fixture("reasoning_content.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				c := r.Message.Content
 				if len(c) != 2 || c[0].Type != harness.PartReasoning || c[0].Text != "Check divisors up to 4: 2, 3 do not divide 17." || c[1].Text != "17 is prime." {
 					t.Errorf("content %+v", c)
@@ -207,41 +135,41 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name:   "refusal",
-			req:    harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Do something bad.")}},
-			script: []replay.Response{fixture("refusal.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "refusal",
+			Req:    harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Do something bad.")}},
+			Script: []replay.Response{provtest.Fixture("refusal.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.StopReason != harness.StopRefusal || r.Message.Text() != "I'm sorry, I can't help with that." {
 					t.Errorf("stop %q text %q", r.StopReason, r.Message.Text())
 				}
 			},
 		},
 		{
-			name:   "length",
-			req:    harness.ModelRequest{Model: model, MaxTokens: 8, Messages: []harness.Message{harness.UserMessage("Tell me a story.")}},
-			script: []replay.Response{fixture("length.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "length",
+			Req:    harness.ModelRequest{Model: model, MaxTokens: 8, Messages: []harness.Message{harness.UserMessage("Tell me a story.")}},
+			Script: []replay.Response{provtest.Fixture("length.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.StopReason != harness.StopMaxTokens {
 					t.Errorf("stop %q", r.StopReason)
 				}
 			},
 		},
 		{
-			name:   "content_filter",
-			req:    harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Something filtered.")}},
-			script: []replay.Response{fixture("content_filter.json")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "content_filter",
+			Req:    harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Something filtered.")}},
+			Script: []replay.Response{provtest.Fixture("content_filter.json")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.StopReason != harness.StopContentFilter || len(r.Message.Content) != 0 {
 					t.Errorf("stop %q content %+v", r.StopReason, r.Message.Content)
 				}
 			},
 		},
 		{
-			name:   "stream_text",
-			opts:   []Option{WithPromptCacheKey()},
-			req:    harness.ModelRequest{Model: model, Stream: true, PrefixKey: key, Messages: []harness.Message{harness.UserMessage("Say hello")}},
-			script: []replay.Response{fixture("stream_text.sse")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Name:   "stream_text",
+			Opts:   []Option{WithPromptCacheKey()},
+			Req:    harness.ModelRequest{Model: model, Stream: true, PrefixKey: key, Messages: []harness.Message{harness.UserMessage("Say hello")}},
+			Script: []replay.Response{provtest.Fixture("stream_text.sse")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				if r.Message.Text() != "Hello, world!" || r.StopReason != harness.StopEndTurn {
 					t.Errorf("text %q stop %q", r.Message.Text(), r.StopReason)
 				}
@@ -255,11 +183,11 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 		{
-			name: "stream_tool",
-			req: harness.ModelRequest{Model: model, Stream: true, System: "Use tools.", Tools: []harness.ToolDefinition{weatherTool()},
+			Name: "stream_tool",
+			Req: harness.ModelRequest{Model: model, Stream: true, System: "Use tools.", Tools: []harness.ToolDefinition{provtest.WeatherTool()},
 				Messages: []harness.Message{harness.UserMessage("Weather in Lisbon and Porto?")}},
-			script: []replay.Response{fixture("stream_tool.sse")},
-			check: func(t *testing.T, r *harness.ModelResponse) {
+			Script: []replay.Response{provtest.Fixture("stream_tool.sse")},
+			Check: func(t *testing.T, r *harness.ModelResponse) {
 				calls := r.Message.ToolCalls()
 				if len(calls) != 2 || calls[0].ID != "call_Lisbon" || string(calls[0].Input) != `{"city": "Lisbon"}` ||
 					calls[1].ID != "call_Porto" || calls[1].Name != "get_weather" || string(calls[1].Input) != `{"city": "Porto"}` {
@@ -271,29 +199,7 @@ func TestGenerate(t *testing.T) {
 			},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := replay.New(tt.script...)
-			defer srv.Close()
-			p := newTestProvider(t, srv, tt.opts...)
-			resp, err := p.Generate(context.Background(), &tt.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Provider != Name || !strings.HasPrefix(resp.Model, tt.req.Model) || resp.ID == "" {
-				t.Errorf("provider %q model %q id %q", resp.Provider, resp.Model, resp.ID)
-			}
-			if resp.Message.Role != harness.RoleAssistant {
-				t.Errorf("role %q", resp.Message.Role)
-			}
-			tt.check(t, resp)
-			checkRequest(t, srv, 0, tt.name+".request.json")
-			checkGolden(t, tt.name+".response.json", responseJSON(t, resp))
-			if n := len(srv.Requests()); n != 1 {
-				t.Errorf("%d requests, want 1", n)
-			}
-		})
-	}
+	provtest.Generate(t, Name, endpoint, tests, newTestProvider, strings.HasPrefix)
 }
 
 func TestErrors(t *testing.T) {
@@ -302,172 +208,49 @@ func TestErrors(t *testing.T) {
 	rateBody := `{"error":{"message":"Rate limit reached for gpt-5.4-mini.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`
 	srvBody := `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`
 	fast := map[string]string{"retry-after-ms": "1"}
-	streamed := fixture("stream_tool.sse").Body
+	streamed := provtest.Fixture("stream_tool.sse").Body
 
-	tests := []struct {
-		name      string
-		stream    bool
-		script    []replay.Response
-		requests  int
-		sentinel  error
-		status    int
-		errType   string
-		retryable bool
-		reason    string
-	}{
-		{name: "401", script: []replay.Response{replay.Status(401, authBody, nil)}, requests: 1,
-			sentinel: ErrAuthentication, status: 401, errType: "invalid_request_error"},
-		{name: "400", script: []replay.Response{replay.Status(400, badBody, nil)}, requests: 1,
-			sentinel: ErrInvalidRequest, status: 400, errType: "invalid_request_error"},
-		{name: "429 twice", script: []replay.Response{replay.Status(429, rateBody, fast), replay.Status(429, rateBody, fast)}, requests: 2,
-			sentinel: ErrRateLimited, status: 429, errType: "requests", retryable: true},
-		{name: "500 twice", script: []replay.Response{replay.Status(500, srvBody, fast), replay.Status(500, srvBody, fast)}, requests: 2,
-			sentinel: ErrServer, status: 500, errType: "server_error", retryable: true},
-		{name: "stream 401", stream: true, script: []replay.Response{replay.Status(401, authBody, nil)}, requests: 1,
-			sentinel: ErrAuthentication, status: 401, errType: "invalid_request_error"},
-		{name: "stream cut before [DONE]", stream: true,
-			script:   []replay.Response{{Body: replay.Truncate(streamed, "data: [DONE]")}},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "stream ended without data: [DONE]"},
-		{name: "stream cut mid message", stream: true,
-			script:   []replay.Response{{Body: replay.Truncate(streamed, `"index":1,"id":"call_Porto"`)}},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "stream ended without data: [DONE]"},
-		{name: "stream done without finish", stream: true,
-			script:   []replay.Response{{Body: append(replay.Truncate(streamed, `"finish_reason":"tool_calls"`), "data: [DONE]\n\n"...)}},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "without a finish_reason"},
-		{name: "stream empty", stream: true, script: []replay.Response{{Body: []byte(": keep-alive\n\n"), ContentType: "text/event-stream"}},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "stream ended without data: [DONE]"},
-		{name: "stream bad json", stream: true, script: []replay.Response{fixture("stream_bad_json.sse")},
-			requests: 1, sentinel: ErrStream, retryable: true, reason: "malformed chunk data"},
-		{name: "stream error event", stream: true, script: []replay.Response{fixture("stream_error_event.sse")},
-			requests: 1, sentinel: ErrServer, errType: "server_error", retryable: true},
-		{name: "no choices", script: []replay.Response{fixture("no_choices.json")}, requests: 1, sentinel: ErrResponse},
+	tests := []provtest.ErrorCase{
+		{Name: "401", Script: []replay.Response{replay.Status(401, authBody, nil)}, Requests: 1,
+			Sentinel: ErrAuthentication, Status: 401, ErrType: "invalid_request_error"},
+		{Name: "400", Script: []replay.Response{replay.Status(400, badBody, nil)}, Requests: 1,
+			Sentinel: ErrInvalidRequest, Status: 400, ErrType: "invalid_request_error"},
+		{Name: "429 twice", Script: []replay.Response{replay.Status(429, rateBody, fast), replay.Status(429, rateBody, fast)}, Requests: 2,
+			Sentinel: ErrRateLimited, Status: 429, ErrType: "requests", Retryable: true},
+		{Name: "500 twice", Script: []replay.Response{replay.Status(500, srvBody, fast), replay.Status(500, srvBody, fast)}, Requests: 2,
+			Sentinel: ErrServer, Status: 500, ErrType: "server_error", Retryable: true},
+		{Name: "stream 401", Stream: true, Script: []replay.Response{replay.Status(401, authBody, nil)}, Requests: 1,
+			Sentinel: ErrAuthentication, Status: 401, ErrType: "invalid_request_error"},
+		{Name: "stream cut before [DONE]", Stream: true,
+			Script:   []replay.Response{{Body: replay.Truncate(streamed, "data: [DONE]")}},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "stream ended without data: [DONE]"},
+		{Name: "stream cut mid message", Stream: true,
+			Script:   []replay.Response{{Body: replay.Truncate(streamed, `"index":1,"id":"call_Porto"`)}},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "stream ended without data: [DONE]"},
+		{Name: "stream done without finish", Stream: true,
+			Script:   []replay.Response{{Body: append(replay.Truncate(streamed, `"finish_reason":"tool_calls"`), "data: [DONE]\n\n"...)}},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "without a finish_reason"},
+		{Name: "stream empty", Stream: true, Script: []replay.Response{{Body: []byte(": keep-alive\n\n"), ContentType: "text/event-stream"}},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "stream ended without data: [DONE]"},
+		{Name: "stream bad json", Stream: true, Script: []replay.Response{provtest.Fixture("stream_bad_json.sse")},
+			Requests: 1, Sentinel: ErrStream, Retryable: true, Reason: "malformed chunk data"},
+		{Name: "stream error event", Stream: true, Script: []replay.Response{provtest.Fixture("stream_error_event.sse")},
+			Requests: 1, Sentinel: ErrServer, ErrType: "server_error", Retryable: true},
+		{Name: "no choices", Script: []replay.Response{provtest.Fixture("no_choices.json")}, Requests: 1, Sentinel: ErrResponse},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := replay.New(tt.script...)
-			defer srv.Close()
-			p := newTestProvider(t, srv)
-			_, err := p.Generate(context.Background(), &harness.ModelRequest{Model: model, Stream: tt.stream,
-				Messages: []harness.Message{harness.UserMessage("Hi")}})
-			if err == nil {
-				t.Fatal("no error")
-			}
-			if !errors.Is(err, tt.sentinel) {
-				t.Errorf("error %v does not match %v", err, tt.sentinel)
-			}
-			if n := len(srv.Requests()); n != tt.requests {
-				t.Errorf("%d requests, want %d", n, tt.requests)
-			}
-			if tt.sentinel == ErrResponse {
-				return
-			}
-			var re harness.RetryableError
-			if !errors.As(err, &re) || re.Retryable() != tt.retryable {
-				t.Errorf("retryable: %v, want %v (%T)", re != nil && re.Retryable(), tt.retryable, err)
-			}
-			if tt.sentinel == ErrStream {
-				var se *StreamError
-				if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.reason) {
-					t.Errorf("error %v, want a StreamError with reason %q", err, tt.reason)
-				}
-				return
-			}
-			var ae *APIError
-			if !errors.As(err, &ae) {
-				t.Fatalf("error %T %v is not an *APIError", err, err)
-			}
-			if ae.StatusCode != tt.status || ae.Type != tt.errType || ae.Message == "" || ae.Provider != Name {
-				t.Errorf("APIError %+v", ae)
-			}
-		})
-	}
+	provtest.Errors(t, Name, model, tests, serve)
 }
 
 func TestRetryThenSuccess(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			ok := fixture("plain.json")
-			if stream {
-				ok = fixture("stream_text.sse")
-			}
-			srv := replay.New(replay.Status(429, `{"error":{"message":"slow down","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
-				map[string]string{"retry-after-ms": "1"}), ok)
-			defer srv.Close()
-			p := newTestProvider(t, srv)
-			resp, err := p.Generate(context.Background(), &harness.ModelRequest{Model: model, Stream: stream, Messages: []harness.Message{harness.UserMessage("Hi")}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.Message.Text() == "" {
-				t.Error("empty reply")
-			}
-			reqs := srv.Requests()
-			if len(reqs) != 2 || !bytes.Equal(reqs[0].Body, reqs[1].Body) {
-				t.Errorf("%d requests; the retry must resend the same body", len(reqs))
-			}
-		})
-	}
+	provtest.RetryThenSuccess(t, model, `{"error":{"message":"slow down","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, serve)
 }
 
 func TestConnectionRefused(t *testing.T) {
-	srv := replay.New()
-	url := srv.URL()
-	srv.Close()
-	p, err := New(WithAPIKey("k"), WithBaseURL(url), WithMaxRetries(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stream := range []bool{false, true} {
-		_, err = p.Generate(context.Background(), &harness.ModelRequest{Model: model, Stream: stream, Messages: []harness.Message{harness.UserMessage("Hi")}})
-		var ce *ConnectionError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrConnection) || !ce.Retryable() {
-			t.Errorf("stream=%v: error %T %v, want a retryable *ConnectionError", stream, err, err)
-		}
-	}
+	provtest.ConnectionRefused(t, model, []bool{false, true}, dial)
 }
 
 func TestCancel(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			arrived := make(chan struct{}, 1)
-			release := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(200)
-				fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`+"\n\n")
-				w.(http.Flusher).Flush()
-				arrived <- struct{}{}
-				select {
-				case <-r.Context().Done():
-				case <-release:
-				}
-			}))
-			defer srv.Close()
-			defer close(release)
-			p, err := New(WithAPIKey("k"), WithBaseURL(srv.URL), WithHTTPClient(srv.Client()), WithMaxRetries(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				<-arrived
-				cancel()
-			}()
-			done := make(chan error, 1)
-			go func() {
-				_, err := p.Generate(ctx, &harness.ModelRequest{Model: model, Stream: stream, Messages: []harness.Message{harness.UserMessage("Hi")}})
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("error %v, want context.Canceled", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Generate did not return after cancel")
-			}
-		})
-	}
+	provtest.Cancel(t, model, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`+"\n\n", dial)
 }
 
 func TestInvalidRequests(t *testing.T) {
@@ -475,25 +258,14 @@ func TestInvalidRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		req  harness.ModelRequest
-	}{
-		{"no model", harness.ModelRequest{Messages: []harness.Message{harness.UserMessage("Hi")}}},
-		{"no messages", harness.ModelRequest{Model: model, System: "s"}},
-		{"only empty text", harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("")}}},
-		{"bad role", harness.ModelRequest{Model: model, Messages: []harness.Message{{Role: "system", Content: []harness.Part{{Type: harness.PartText, Text: "x"}}}}}},
-		{"bad schema", harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Hi")},
+	provtest.InvalidRequests(t, p, []provtest.RequestCase{
+		{Name: "no model", Req: harness.ModelRequest{Messages: []harness.Message{harness.UserMessage("Hi")}}},
+		{Name: "no messages", Req: harness.ModelRequest{Model: model, System: "s"}},
+		{Name: "only empty text", Req: harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("")}}},
+		{Name: "bad role", Req: harness.ModelRequest{Model: model, Messages: []harness.Message{{Role: "system", Content: []harness.Part{{Type: harness.PartText, Text: "x"}}}}}},
+		{Name: "bad schema", Req: harness.ModelRequest{Model: model, Messages: []harness.Message{harness.UserMessage("Hi")},
 			Tools: []harness.ToolDefinition{{Name: "t", InputSchema: json.RawMessage(`[1,2]`)}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := p.Generate(context.Background(), &tt.req)
-			if !errors.Is(err, ErrInvalidRequest) {
-				t.Errorf("error %v, want ErrInvalidRequest", err)
-			}
-		})
-	}
+	})
 	if _, err := New(WithMaxRetries(-1)); err == nil {
 		t.Error("New accepted negative retries")
 	}
@@ -564,36 +336,4 @@ func TestMalformedArguments(t *testing.T) {
 
 // TestProviderName: the provider names itself, and the engine passes the
 // name on in ModelRequest.Provider.
-func TestProviderName(t *testing.T) {
-	srv := replay.New(fixture("plain.json"))
-	defer srv.Close()
-	p := newTestProvider(t, srv)
-	var n harness.ProviderNamer = p
-	if got := n.ProviderName(); got != "openai" {
-		t.Errorf("ProviderName() = %q", got)
-	}
-	rec := &requestRecorder{}
-	agent, err := harness.New(harness.WithProvider(p), harness.WithModel(model), harness.WithMiddleware(rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close(context.Background())
-	res, err := agent.Run(context.Background(), "Hi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rec.providers) != 1 || rec.providers[0] != Name {
-		t.Errorf("ModelRequest.Provider %q, want [%q]", rec.providers, Name)
-	}
-	if res.Text == "" {
-		t.Error("empty reply")
-	}
-}
-
-// requestRecorder is a middleware that notes ModelRequest.Provider.
-type requestRecorder struct{ providers []string }
-
-func (r *requestRecorder) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
-	r.providers = append(r.providers, req.Provider)
-	return nil
-}
+func TestProviderName(t *testing.T) { provtest.ProviderName(t, Name, model, serve) }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 )
 
 // Sentinel errors; match them with errors.Is.
@@ -197,4 +199,21 @@ func ToolInput(raw string) json.RawMessage {
 	}
 	b, _ := json.Marshal(raw)
 	return b
+}
+
+// Transport turns an error that is not an API error response into the
+// providers' error types: a context error (the request's own deadline or
+// cancellation inside the SDK) is wrapped with the provider name, a
+// *url.Error or net.Error becomes a *ConnectionError, and anything else is
+// wrapped with the provider name.
+func Transport(provider string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", provider, err)
+	}
+	var ue *url.Error
+	var ne net.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) {
+		return &ConnectionError{Provider: provider, Err: err}
+	}
+	return fmt.Errorf("%s: %w", provider, err)
 }

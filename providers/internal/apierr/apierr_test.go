@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"testing"
 )
 
@@ -99,5 +100,21 @@ func TestToolInput(t *testing.T) {
 		if string(got) != tt.want || !json.Valid(got) {
 			t.Errorf("ToolInput(%q) = %s, want %s", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestTransport(t *testing.T) {
+	refused := &url.Error{Op: "Post", URL: "http://x", Err: errors.New("connection refused")}
+	cancelled := &url.Error{Op: "Post", URL: "http://x", Err: context.Canceled}
+	other := errors.New("odd")
+	var ce *ConnectionError
+	if err := Transport("p", refused); !errors.As(err, &ce) || ce.Provider != "p" || !errors.Is(err, refused) {
+		t.Errorf("refused: %T %v", err, err)
+	}
+	if err := Transport("p", cancelled); errors.As(err, &ce) || !errors.Is(err, context.Canceled) || err.Error() != "p: "+cancelled.Error() {
+		t.Errorf("cancelled: %T %v", err, err)
+	}
+	if err := Transport("p", other); errors.As(err, &ce) || !errors.Is(err, other) || err.Error() != "p: odd" {
+		t.Errorf("other: %T %v", err, err)
 	}
 }
