@@ -229,7 +229,7 @@ func (tl *Timeline) WriteText(w io.Writer) error {
 	p("model:     %d requests; tokens in %d (cache read %d, cache write %d), out %d (reasoning %d)\n",
 		t.ModelRequests, t.InputTokens, t.CacheReadTokens, t.CacheCreationTokens, t.OutputTokens, t.ReasoningTokens)
 	p("tools:     %d calls, %d failed\n", t.ToolCalls, t.ToolFailures)
-	p("failures:  %d\n", t.Failures)
+	p("failed:    %d events\n", t.Failures)
 	p("spans:     %d   artifacts: %d", t.Spans, len(t.Artifacts))
 	if len(t.MissingArtifacts) > 0 {
 		p(" (%d missing)", len(t.MissingArtifacts))
