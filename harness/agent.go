@@ -388,27 +388,13 @@ func (a *Agent) rebuild() {
 	for _, e := range a.reg.middleware {
 		m := e.v
 		s.middleware = append(s.middleware, m)
-		if x, ok := m.(ModelRequestMiddleware); ok {
-			s.reqMW = append(s.reqMW, x)
-		}
-		if x, ok := m.(ModelResponseMiddleware); ok {
-			s.respMW = append(s.respMW, x)
-		}
-		if x, ok := m.(ToolCallMiddleware); ok {
-			s.callMW = append(s.callMW, x)
-		}
-		if x, ok := m.(ToolResultMiddleware); ok {
-			s.resultMW = append(s.resultMW, x)
-		}
-		if x, ok := m.(RunInterceptor); ok {
-			s.runIC = append(s.runIC, x)
-		}
-		if x, ok := m.(ModelInterceptor); ok {
-			s.modelIC = append(s.modelIC, x)
-		}
-		if x, ok := m.(ToolInterceptor); ok {
-			s.toolIC = append(s.toolIC, x)
-		}
+		addStage(&s.reqMW, m)
+		addStage(&s.respMW, m)
+		addStage(&s.callMW, m)
+		addStage(&s.resultMW, m)
+		addStage(&s.runIC, m)
+		addStage(&s.modelIC, m)
+		addStage(&s.toolIC, m)
 	}
 	for e := range a.reg.hooks {
 		for _, h := range a.reg.hooks[e] {
@@ -419,6 +405,13 @@ func (a *Agent) rebuild() {
 		s.prompts = append(s.prompts, p.v)
 	}
 	a.snap.Store(s)
+}
+
+// addStage appends m to dst when m implements the stage T.
+func addStage[T any](dst *[]T, m Middleware) {
+	if x, ok := m.(T); ok {
+		*dst = append(*dst, x)
+	}
 }
 
 // Handle removes one registration. Close is idempotent and safe for
@@ -485,12 +478,7 @@ func (a *Agent) addMiddleware(m Middleware, owner *ExtensionContext) (*Handle, e
 	if m == nil || !isMiddleware(m) {
 		return nil, fmt.Errorf("%w: %T implements no middleware stage", ErrInvalidMiddleware, m)
 	}
-	e := &entry[Middleware]{m}
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
-	a.reg.middleware = append(a.reg.middleware, e)
-	a.rebuild()
-	return a.track(owner, func() { a.reg.middleware = removeEntry(a.reg.middleware, e) }), nil
+	return register(a, &a.reg.middleware, m, owner), nil
 }
 
 func (a *Agent) onHook(event HookEvent, fn Hook, owner *ExtensionContext) (*Handle, error) {
@@ -500,28 +488,27 @@ func (a *Agent) onHook(event HookEvent, fn Hook, owner *ExtensionContext) (*Hand
 	if fn == nil {
 		return nil, fmt.Errorf("harness: nil hook for %s", event)
 	}
-	e := &entry[Hook]{fn}
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
-	a.reg.hooks[event] = append(a.reg.hooks[event], e)
-	a.rebuild()
-	return a.track(owner, func() { a.reg.hooks[event] = removeEntry(a.reg.hooks[event], e) }), nil
+	return register(a, &a.reg.hooks[event], fn, owner), nil
 }
 
 func (a *Agent) addPrompt(fn func() string, owner *ExtensionContext) (*Handle, error) {
 	if fn == nil {
 		return nil, errors.New("harness: nil prompt provider")
 	}
-	e := &entry[func() string]{fn}
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
-	a.reg.prompts = append(a.reg.prompts, e)
-	a.rebuild()
-	return a.track(owner, func() { a.reg.prompts = removeEntry(a.reg.prompts, e) }), nil
+	return register(a, &a.reg.prompts, fn, owner), nil
 }
 
-func removeEntry[T any](s []*entry[T], e *entry[T]) []*entry[T] {
-	return slices.DeleteFunc(s, func(x *entry[T]) bool { return x == e })
+// register appends v to the registration list *list and returns the
+// handle that removes it. list points into a.reg, guarded by regMu.
+func register[T any](a *Agent, list *[]*entry[T], v T, owner *ExtensionContext) *Handle {
+	e := &entry[T]{v}
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	*list = append(*list, e)
+	a.rebuild()
+	return a.track(owner, func() {
+		*list = slices.DeleteFunc(*list, func(x *entry[T]) bool { return x == e })
+	})
 }
 
 // ---- extensions ----
