@@ -523,32 +523,13 @@ func table(ctx context.Context, f File, m *Meta, a *args, out *output) error {
 		return rowsOp(ctx, rr, m, a, filters, &cols, checkJSONCols, out)
 	}
 	// count and aggregate scan every row.
-	var total, matched, numeric, other int64
+	var matched, numeric, other int64
 	var sum, lo, hi float64
 	lo, hi = math.Inf(1), math.Inf(-1)
-	for {
-		if total&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		fs, err := rr.next()
-		if err == io.EOF { // the end; a FormatError may wrap io.EOF too
-			break
-		}
-		if err != nil {
-			return err
-		}
-		total++
-		if rr.header() == nil {
-			cols.add(fs)
-		}
-		if !match(fs, filters) {
-			continue
-		}
+	total, err := scanRows(ctx, rr, filters, &cols, func(_ int64, fs []field) bool {
 		matched++
 		if a.Op != opAggregate {
-			continue
+			return true
 		}
 		c, ok := lookupField(fs, a.Column)
 		switch {
@@ -560,6 +541,10 @@ func table(ctx context.Context, f File, m *Meta, a *args, out *output) error {
 		default:
 			other++
 		}
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	if err := checkJSONCols(); err != nil {
 		return err
@@ -670,39 +655,16 @@ func columnsOp(ctx context.Context, rr rowReader, m *Meta, out *output) error {
 const maxRowShow = 4000
 
 func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filter, cols *colSet, check func() error, out *output) error {
-	var idx, matched, shown int64
+	var matched, shown int64
 	var b strings.Builder
 	complete := true
-	for {
-		if idx&0xfff == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if shown >= a.Limit || out.full() {
-			complete = false
-			break
-		}
-		fs, err := rr.next()
-		if err == io.EOF { // the end; a FormatError may wrap io.EOF too
-			break
-		}
-		if err != nil {
-			return err
-		}
-		idx++
-		if rr.header() == nil {
-			cols.add(fs)
-		}
-		if !match(fs, filters) {
-			continue
-		}
+	_, err := scanRows(ctx, rr, filters, cols, func(idx int64, fs []field) bool {
 		matched++
 		if matched <= a.Offset {
-			continue
+			return true
 		}
 		b.Reset()
-		fmt.Fprintf(&b, "[%d] ", idx-1)
+		fmt.Fprintf(&b, "[%d] ", idx)
 		writeRow(&b, fs, a.Columns)
 		line := b.String()
 		if len(line) > maxRowShow {
@@ -710,9 +672,17 @@ func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filte
 		}
 		if !out.line(line) {
 			out.note = fmt.Sprintf("continue with offset=%d", a.Offset+shown)
-			break
+			return false
 		}
 		shown++
+		if shown >= a.Limit || out.full() {
+			complete = false
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	if complete {
 		if err := check(); err != nil {
@@ -731,6 +701,34 @@ func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filte
 			shown, a.Offset, where, m.ID, a.Offset+shown)
 	}
 	return nil
+}
+
+// scanRows reads the rows of rr in order and calls visit with each row
+// that passes filters and its index in the result; visit returns false to
+// stop. It records the columns of JSON rows in cols and checks ctx every
+// 4096 rows. It returns how many rows it read.
+func scanRows(ctx context.Context, rr rowReader, filters []filter, cols *colSet, visit func(idx int64, fs []field) bool) (read int64, err error) {
+	for {
+		if read&0xfff == 0 {
+			if err := ctx.Err(); err != nil {
+				return read, err
+			}
+		}
+		fs, err := rr.next()
+		if err == io.EOF { // the end; a FormatError may wrap io.EOF too
+			return read, nil
+		}
+		if err != nil {
+			return read, err
+		}
+		read++
+		if rr.header() == nil {
+			cols.add(fs)
+		}
+		if match(fs, filters) && !visit(read-1, fs) {
+			return read, nil
+		}
+	}
 }
 
 // writeRow writes a row as a JSON object: JSON values as stored, CSV
