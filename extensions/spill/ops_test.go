@@ -168,6 +168,7 @@ func TestReadErrors(t *testing.T) {
 func TestOutputCap(t *testing.T) {
 	e := newExt(t, WithMaxOutput(2048))
 	id := spillString(t, e, "logs", textData(5000)).ID
+	table := spillString(t, e, "table", csvData(5000)).ID
 	cases := []struct {
 		name string
 		args map[string]any
@@ -176,13 +177,21 @@ func TestOutputCap(t *testing.T) {
 		{"slice", map[string]any{"op": "slice", "limit": 1000}, "continue with offset="},
 		{"search", map[string]any{"op": "search", "pattern": "INFO", "max_matches": 1000}, "search again with offset="},
 		{"bytes", map[string]any{"op": "slice", "unit": "bytes", "limit": 100000}, "continue with unit=bytes offset=2048"},
+		{"rows", map[string]any{"op": "rows", "limit": 1000}, "continue with offset="},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.args["id"] = id
+			if c.args["op"] == "rows" {
+				c.args["id"] = table
+			}
 			out, err := read(e, c.args)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// A cut listing must not present its partial count as final.
+			if c.args["op"] == "rows" && !strings.Contains(out, "more may follow") {
+				t.Errorf("a cut rows listing must say more may follow:\n%s", out)
 			}
 			if len(out) > 2048+400 {
 				t.Errorf("output is %d bytes, cap 2048", len(out))

@@ -671,7 +671,10 @@ func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filte
 			line = cutUTF8(line, maxRowShow) + "…"
 		}
 		if !out.line(line) {
+			// The output is full: the rows read so far are not all the
+			// matching rows, so the count is not final either.
 			out.note = fmt.Sprintf("continue with offset=%d", a.Offset+shown)
+			complete = false
 			return false
 		}
 		shown++
