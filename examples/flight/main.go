@@ -90,7 +90,7 @@ func run(ctx context.Context, w io.Writer) error {
 		harness.WithModel("scripted-model"),
 		harness.WithLogger(slog.New(slog.DiscardHandler)),
 		harness.WithTools(fetchConfig, listOrders),
-		harness.WithExtensions(rec, tracing.New(tracing.WithTracerProvider(tp)), spill.New()),
+		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp)), spill.New(), rec),
 	)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,23 @@ func TestRun(t *testing.T) {
 	}
 	if b.Manifest.Reason != "run_failure" || b.Manifest.Spans == 0 || len(b.Artifacts()) != 1 {
 		t.Errorf("manifest %+v, artifacts %v", b.Manifest, b.Artifacts())
+	}
+	// The recorder installs before tracing whatever the order given, so the
+	// bundle holds the whole tree, the agent span that ends last included.
+	spans, err := b.Spans()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spanNames []string
+	for _, rs := range spans.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				spanNames = append(spanNames, sp.Name)
+			}
+		}
+	}
+	if !slices.Contains(spanNames, "invoke_agent billing-assistant") {
+		t.Errorf("bundle spans %v lack the agent span", spanNames)
 	}
 	names := []string{flight.ManifestName}
 	for _, mem := range b.Members {

@@ -23,9 +23,11 @@ import (
 const Name = "flight"
 
 // Priority is the extension's install priority: it installs before the
-// default (100) so that its run interceptor is outermost and an incident
-// bundle written at the end of a run holds the run's complete span tree.
-const Priority = 10
+// default (100) and before the tracing extension (10), whatever order they
+// are given in, so that its run interceptor is outermost and an incident
+// bundle written at the end of a run holds the run's complete span tree,
+// the agent span included.
+const Priority = 5
 
 // Files of a recording directory besides the journal segments.
 const (
