@@ -13,7 +13,7 @@ func TestRun(t *testing.T) {
 	if err := run(t.Context(), &out); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
+	if d := time.Since(start); d > 30*time.Second { // about 1 s alone; generous for -race on a shared machine
 		t.Errorf("took %v", d)
 	}
 	s := out.String()
