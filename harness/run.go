@@ -190,11 +190,7 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, rs *resu
 		a.appendMessage(UserMessage(input))
 	} else {
 		msgStart = rs.p.MsgStart
-		results, paused := a.resumeTools(ctx, rs)
-		if paused {
-			return a.finish(ctx, res, msgStart, nil)
-		}
-		a.appendMessage(toolMessage(results))
+		a.appendMessage(toolMessage(a.resumeTools(ctx, res, rs)))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -311,21 +307,20 @@ func toolMessage(results []*ToolResult) Message {
 }
 
 // resumeTools runs the calls that waited for approval, each with its
-// decision in its context.
-func (a *Agent) resumeTools(ctx context.Context, rs *resumeState) ([]*ToolResult, bool) {
+// decision in its context, and returns the step's results in call order.
+// A call that still asks for approval (a middleware asking again after a
+// denial) counts as not approved.
+func (a *Agent) resumeTools(ctx context.Context, res *RunResult, rs *resumeState) []*ToolResult {
 	p := rs.p
 	results := slices.Clone(p.Results)
-	res := &RunResult{RunID: p.RunID, Steps: p.Steps}
 	a.runTools(ctx, res, p.Calls, results, rs.decisions)
-	// A call approved here may be asked again by a later middleware only
-	// if the decision was a deny; treat any remaining pending as denied.
 	for i, r := range results {
 		if r == nil || r.Status == ToolPending {
 			results[i] = &ToolResult{CallID: p.Calls[i].ID, Name: p.Calls[i].Name, IsError: true, Status: ToolDenied,
 				Content: "tool call was not approved"}
 		}
 	}
-	return results, false
+	return results
 }
 
 // appendMessage adds m to the conversation. Only the run goroutine (holding
@@ -583,7 +578,7 @@ func (a *Agent) toolExec(ctx context.Context, s *snapshot, res *RunResult, call 
 		}
 		switch act.Kind {
 		case ToolBlock:
-			msg := fmt.Sprintf("tool call blocked")
+			msg := "tool call blocked"
 			if act.Reason != "" {
 				msg += ": " + act.Reason
 			}
