@@ -30,7 +30,10 @@
 // loss of each backend is logged once through log/slog, not once per span.
 // [Provider.ForceFlush] and [Provider.Shutdown] return a [*LossError]
 // (wrapping [ErrSpansLost]) for losses they have not reported yet, so a
-// program can tell the user where its traces did not go.
+// program can tell the user where its traces did not go. Shutdown honours
+// its context's deadline: when it passes, the export in flight is
+// cancelled, retries stop, queued batches are not sent, and no goroutine
+// of the provider keeps talking to the backend.
 //
 // # The file format
 //

@@ -175,7 +175,10 @@ func (p *Provider) ForceFlush(ctx context.Context) error {
 
 // Shutdown flushes every backend, stops the exporters and releases their
 // resources (the file backend closes its file). It waits for the exports
-// or until ctx is done; spans still queued then count as dropped. Like
+// or until ctx is done; spans still queued then count as dropped. When ctx
+// is done first, Shutdown returns at once and nothing keeps running after
+// it: the export in flight is cancelled, its retries stop, the batches
+// still queued are not sent, and the exporters' goroutines exit. Like
 // ForceFlush, it reports unreported losses as [*LossError]s. It is safe to
 // call more than once: later calls return the first call's result. After
 // Shutdown the SDK discards new spans.
@@ -183,6 +186,10 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	p.shutdownOnce.Do(func() {
 		err := p.tp.Shutdown(ctx)
 		for _, b := range p.backends {
+			// The SDK skips the processors left when ctx ends during
+			// another's shutdown; each backend must still stop, or its
+			// export goroutine would live on.
+			_ = b.Shutdown(ctx)
 			b.abandon()
 		}
 		p.shutdownErr = errors.Join(err, p.newLosses())
@@ -209,6 +216,11 @@ func (p *Provider) newLosses() error {
 // not yet through an export. It never exceeds max, and the batch
 // processor's own queue is larger than max, so the SDK never drops a span
 // behind our back: every loss is counted here.
+//
+// Every export runs under halted as well as the batch processor's context:
+// Shutdown cancels halted when it returns, so an export (its retries
+// included) never outlives Shutdown, and the batches the processor still
+// drains after that are not sent.
 type backend struct {
 	Backend
 	inner  sdktrace.SpanExporter
@@ -216,18 +228,32 @@ type backend struct {
 	max    int64
 	logger *slog.Logger
 
+	halted context.Context
+	halt   context.CancelFunc
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+
+	// mu orders the accounting of export results against abandon, so a
+	// span is counted once, as exported, failed or dropped.
+	mu   sync.Mutex
+	gone bool // shut down: late export results are not counted
+
 	inflight atomic.Int64
 	exported atomic.Int64
 	failed   atomic.Int64
 	dropped  atomic.Int64
 	reported atomic.Int64 // losses already returned in a LossError
 	stopped  atomic.Bool
-	gone     atomic.Bool // shut down: late export results are not counted
 	lastErr  atomic.Pointer[errorBox]
 	warnOnce sync.Once
 }
 
 type errorBox struct{ err error }
+
+// errHalted is the cause of the cancellation of an export that Shutdown
+// cut short.
+var errHalted = errors.New("exporters: provider shut down")
 
 // bspSlack is room in the batch processor's queue beyond max, for its
 // flush markers.
@@ -240,6 +266,7 @@ func newBackend(s backendSpec, c *config) *backend {
 		max:     int64(c.queueSize),
 		logger:  c.logger,
 	}
+	b.halted, b.halt = context.WithCancel(context.Background())
 	b.bsp = sdktrace.NewBatchSpanProcessor(countingExporter{b},
 		sdktrace.WithMaxQueueSize(c.queueSize+bspSlack),
 		sdktrace.WithMaxExportBatchSize(c.batchSize),
@@ -275,15 +302,23 @@ func (b *backend) OnEnd(s sdktrace.ReadOnlySpan) {
 func (b *backend) ForceFlush(ctx context.Context) error { return b.bsp.ForceFlush(ctx) }
 
 // Shutdown stops admission and shuts the batch processor (and with it the
-// exporter) down.
+// exporter) down. It waits for the processor's last exports or until ctx
+// is done, then cancels whatever export is still running, so that nothing
+// sends after it returns. Later calls return the first call's result.
 func (b *backend) Shutdown(ctx context.Context) error {
-	b.stopped.Store(true)
-	return b.bsp.Shutdown(ctx)
+	b.shutdownOnce.Do(func() {
+		b.stopped.Store(true)
+		b.shutdownErr = b.bsp.Shutdown(ctx)
+		b.halt()
+	})
+	return b.shutdownErr
 }
 
 // abandon counts the spans still queued after Shutdown as dropped.
 func (b *backend) abandon() {
-	b.gone.Store(true)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.gone = true
 	if n := b.inflight.Swap(0); n > 0 {
 		b.drop(n, "still queued at shutdown")
 	}
@@ -338,20 +373,33 @@ func (b *backend) takeLoss() error {
 // batch: the backend logs the first loss and counts the rest.
 type countingExporter struct{ b *backend }
 
+// An export that starts after the backend halted is not sent: its spans
+// are still in flight, and abandon counts them as dropped.
 func (e countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	err := e.b.inner.ExportSpans(ctx, spans)
+	b := e.b
+	if b.halted.Err() != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(b.halted, func() { cancel(errHalted) })
+	err := b.inner.ExportSpans(ctx, spans)
+	stop()
+	cancel(nil)
+
 	n := int64(len(spans))
-	if e.b.gone.Load() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone {
 		return nil
 	}
-	e.b.inflight.Add(-n)
+	b.inflight.Add(-n)
 	if err != nil {
-		e.b.failed.Add(n)
-		e.b.lastErr.Store(&errorBox{err})
-		e.b.warn("export failed", err)
+		b.failed.Add(n)
+		b.lastErr.Store(&errorBox{err})
+		b.warn("export failed", err)
 		return nil
 	}
-	e.b.exported.Add(n)
+	b.exported.Add(n)
 	return nil
 }
 
