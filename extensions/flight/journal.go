@@ -316,7 +316,7 @@ func (j *Journal) rotate() error {
 		j.f = nil
 	}
 	j.segN++
-	f, err := os.OpenFile(filepath.Join(j.dir, SegmentName(j.segN)), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(j.dir, SegmentName(j.segN)), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -1,19 +1,18 @@
 package flight
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/harnessx/harnessx/internal/otlpjson"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // SpanProcessor is an OpenTelemetry SDK span processor that keeps the most
@@ -143,30 +142,27 @@ func SpansToOTLP(ctx context.Context, spans []sdktrace.ReadOnlySpan) (*coltracep
 	return req, nil
 }
 
-// MarshalSpans encodes an export request as compact OTLP JSON (protojson,
-// the encoding OTLP/HTTP JSON uses), after redacting it with red (when not
-// nil). Equal requests give equal bytes.
+// MarshalSpans encodes an export request as compact OTLP/JSON, after
+// redacting it with red (when not nil): protojson's mapping with trace and
+// span IDs as hex and enum values as integers, as the OTLP specification
+// requires, so that an OTLP/HTTP JSON receiver accepts the bytes as they
+// are. Equal requests give equal bytes.
 func MarshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]byte, error) {
 	if red != nil {
 		RedactSpans(req, red)
 	}
-	b, err := protojson.MarshalOptions{Multiline: false}.Marshal(req)
+	b, err := otlpjson.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("flight: spans: %w", err)
 	}
-	// protojson varies its whitespace from build to build on purpose;
-	// compact it so that equal spans give equal bytes (and checksums).
-	var out bytes.Buffer
-	if err := json.Compact(&out, b); err != nil {
-		return nil, fmt.Errorf("flight: spans: %w", err)
-	}
-	return out.Bytes(), nil
+	return b, nil
 }
 
-// UnmarshalSpans decodes OTLP JSON written by [MarshalSpans].
+// UnmarshalSpans decodes OTLP/JSON written by [MarshalSpans]. It also
+// reads the base64 IDs that earlier versions wrote.
 func UnmarshalSpans(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
-	req := &coltracepb.ExportTraceServiceRequest{}
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, req); err != nil {
+	req, err := otlpjson.Unmarshal(data)
+	if err != nil {
 		return nil, fmt.Errorf("flight: spans: %w", err)
 	}
 	return req, nil

@@ -1,0 +1,159 @@
+package otlpjson
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// Marshal encodes req in OTLP/JSON: compact, object keys sorted, enum
+// values as integers, trace and span IDs as lowercase hex. Equal requests
+// give equal bytes. The output has no trailing newline.
+func Marshal(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
+	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	doc, err := decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	if err := convertIDs(doc, base64ToHex); err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Unmarshal decodes an OTLP/JSON export request. IDs may be hex (the
+// OTLP/JSON rule, either case) or base64 (plain protojson, as older files
+// hold); the length of a valid ID tells them apart. Unknown fields are
+// ignored.
+func Unmarshal(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
+	doc, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil, errors.New("otlpjson: not a JSON object")
+	}
+	if err := convertIDs(doc, toBase64); err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	req := &coltracepb.ExportTraceServiceRequest{}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, req); err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	return req, nil
+}
+
+func decode(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+// idSize is the byte length of each ID field: trace IDs 16, span IDs 8.
+var idSize = map[string]int{"traceId": 16, "spanId": 8, "parentSpanId": 8}
+
+// convertIDs rewrites the ID fields of an ExportTraceServiceRequest held
+// as generic JSON: resourceSpans[].scopeSpans[].spans[] traceId, spanId
+// and parentSpanId, and their links' traceId and spanId.
+func convertIDs(doc any, conv func(s string, size int) (string, error)) error {
+	fix := func(obj map[string]any, keys ...string) error {
+		for _, k := range keys {
+			v, ok := obj[k]
+			if !ok {
+				continue
+			}
+			s, ok := v.(string)
+			if !ok {
+				return fmt.Errorf("%s is not a string", k)
+			}
+			out, err := conv(s, idSize[k])
+			if err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			obj[k] = out
+		}
+		return nil
+	}
+	for _, rs := range objects(field(doc, "resourceSpans")) {
+		for _, ss := range objects(rs["scopeSpans"]) {
+			for _, sp := range objects(ss["spans"]) {
+				if err := fix(sp, "traceId", "spanId", "parentSpanId"); err != nil {
+					return err
+				}
+				for _, l := range objects(sp["links"]) {
+					if err := fix(l, "traceId", "spanId"); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func field(v any, key string) any {
+	if m, ok := v.(map[string]any); ok {
+		return m[key]
+	}
+	return nil
+}
+
+// objects returns the objects of a JSON array; other values are skipped
+// (protojson reports them when it parses the result).
+func objects(v any) []map[string]any {
+	arr, _ := v.([]any)
+	out := make([]map[string]any, 0, len(arr))
+	for _, e := range arr {
+		if m, ok := e.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func base64ToHex(s string, _ int) (string, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// toBase64 turns a hex ID of the expected size into base64 and leaves any
+// other value for protojson to judge.
+func toBase64(s string, size int) (string, error) {
+	if s == "" || len(s) != 2*size {
+		return s, nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return "", fmt.Errorf("not hex: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}

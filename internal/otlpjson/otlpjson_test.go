@@ -1,0 +1,95 @@
+package otlpjson_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+func sample() *coltracepb.ExportTraceServiceRequest {
+	tid := []byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0xf0}
+	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
+			TraceId: tid, SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 0xff}, ParentSpanId: []byte{9, 9, 9, 9, 9, 9, 9, 9},
+			Name: "chat m", Kind: tracepb.Span_SPAN_KIND_CLIENT,
+			Links: []*tracepb.Span_Link{{TraceId: tid, SpanId: []byte{8, 7, 6, 5, 4, 3, 2, 1}}},
+		}}}},
+	}}}
+}
+
+func TestMarshal(t *testing.T) {
+	data, err := otlpjson.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		ResourceSpans []struct {
+			ScopeSpans []struct {
+				Spans []struct {
+					TraceID      string `json:"traceId"`
+					SpanID       string `json:"spanId"`
+					ParentSpanID string `json:"parentSpanId"`
+					Kind         any    `json:"kind"`
+					Links        []struct {
+						TraceID string `json:"traceId"`
+						SpanID  string `json:"spanId"`
+					} `json:"links"`
+				} `json:"spans"`
+			} `json:"scopeSpans"`
+		} `json:"resourceSpans"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.ResourceSpans[0].ScopeSpans[0].Spans[0]
+	if s.TraceID != "0102030405060708090a0b0c0d0e0ff0" || s.SpanID != "01020304050607ff" || s.ParentSpanID != "0909090909090909" {
+		t.Errorf("ids %q %q %q", s.TraceID, s.SpanID, s.ParentSpanID)
+	}
+	if s.Links[0].TraceID != s.TraceID || s.Links[0].SpanID != "0807060504030201" {
+		t.Errorf("link ids %+v", s.Links[0])
+	}
+	if k, ok := s.Kind.(float64); !ok || k != 3 {
+		t.Errorf("kind %v, want the integer 3", s.Kind)
+	}
+	if bytes.Contains(data, []byte("\n")) || bytes.Contains(data, []byte(": ")) {
+		t.Errorf("not compact: %s", data)
+	}
+	again, err := otlpjson.Marshal(sample())
+	if err != nil || !bytes.Equal(again, data) {
+		t.Errorf("not deterministic")
+	}
+	back, err := otlpjson.Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(back, sample()) {
+		t.Errorf("round trip changed the request")
+	}
+}
+
+func TestUnmarshalBase64(t *testing.T) {
+	// Plain protojson (base64 IDs), as older spans.json files hold.
+	data, err := protojson.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := otlpjson.Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(back, sample()) {
+		t.Errorf("base64 input decoded differently")
+	}
+	if _, err := otlpjson.Unmarshal([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz02030405060708090a0b0c0d0e0ff0"}]}]}]}`)); err == nil {
+		t.Error("bad hex accepted")
+	}
+	if _, err := otlpjson.Unmarshal([]byte(`[]`)); err == nil {
+		t.Error("non-object accepted")
+	}
+}
