@@ -233,7 +233,9 @@ func (x *Extension) Teardown(ctx context.Context) error {
 	return j.Close(ctx)
 }
 
-// Flush writes the journal's pending events now. It honours ctx.
+// Flush writes the journal's pending events now. It returns the journal's
+// write error while writes fail (see [Journal]), nil once one succeeds
+// again. It honours ctx.
 func (x *Extension) Flush(ctx context.Context) error {
 	x.mu.Lock()
 	j := x.journal
@@ -248,7 +250,11 @@ func (x *Extension) Flush(ctx context.Context) error {
 type Stats struct {
 	Events  uint64 // events recorded
 	Evicted uint64 // events pushed out of the full ring
-	Dropped uint64 // events the journal could not take
+	Dropped uint64 // events the journal could not take (closed, or too many waiting)
+	// Lost counts events the journal took but could not write (disk full,
+	// file size limit, I/O error); they are not in Dropped. The ring
+	// still holds the recent ones.
+	Lost uint64
 }
 
 // Stats returns the recorder's counters.
@@ -258,7 +264,7 @@ func (x *Extension) Stats() Stats {
 	j := x.journal
 	x.mu.Unlock()
 	if j != nil {
-		s.Dropped = j.Dropped()
+		s.Dropped, s.Lost = j.Dropped(), j.Lost()
 	}
 	return s
 }
@@ -479,6 +485,9 @@ func (x *Extension) openLocked() {
 	}
 	opts := x.cfg.journal
 	opts.AfterWrite = x.afterWrite
+	if opts.Logger == nil && x.ec != nil {
+		opts.Logger = x.ec.Logger()
+	}
 	j, err := OpenJournal(x.dir, opts)
 	if err != nil {
 		x.fail(err)

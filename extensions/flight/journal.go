@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,9 +32,18 @@ type JournalOptions struct {
 	// would exceed it is dropped and counted. Default 8 MiB.
 	MaxPending int
 	// AfterWrite, if set, is called by the writer goroutine after each
-	// batch is written and once more at Close.
+	// batch is written and once more at Close. It delays the next batch:
+	// keep it short.
 	AfterWrite func()
+	// Logger, if set, receives an error when writes start failing (at
+	// most once per [WriteErrorLogInterval]) and a note when they work
+	// again.
+	Logger *slog.Logger
 }
+
+// WriteErrorLogInterval is the least time between two error logs of a
+// journal whose writes keep failing.
+const WriteErrorLogInterval = time.Minute
 
 func (o *JournalOptions) defaults() {
 	if o.SegmentBytes <= 0 {
@@ -69,6 +79,14 @@ func SegmentName(n int) string { return fmt.Sprintf("%s%08d%s", segmentPrefix, n
 // for the disk; a writer goroutine writes each batch with one write(2)
 // per segment, FlushInterval after the first append, so a killed process
 // loses at most the last batch. Its methods are safe for concurrent use.
+//
+// A write that fails (disk full, file size limit, I/O error) loses the
+// rest of its batch: the lines are counted ([Journal.Lost]), the error is
+// logged (see [JournalOptions.Logger]) and returned by Flush and Close
+// until a later write succeeds. A line cut by a short write is truncated
+// away (or, when that fails too, ended with a newline so that readers skip
+// it as corrupt), so later lines parse. Writing resumes by itself as soon
+// as the disk takes data again.
 type Journal struct {
 	dir  string
 	opts JournalOptions
@@ -77,7 +95,8 @@ type Journal struct {
 	buf     []byte // pending lines
 	closed  bool
 	dropped uint64
-	werr    error // last write error, reported by Flush and Close
+	lost    uint64 // lines lost to write errors
+	werr    error  // error of the last write, nil once one succeeds
 
 	kick  chan struct{}   // an append made buf non-empty
 	flush chan chan error // explicit flush requests
@@ -90,6 +109,10 @@ type Journal struct {
 	segN    int
 	segSize int64
 	segs    []segment // oldest first, the current one included
+	torn    bool      // the current segment ends with a cut line
+	failing bool      // the last write failed
+	lastLog time.Time // of the last error log
+	lostLog uint64    // lines lost since writing last worked
 }
 
 type segment struct {
@@ -161,11 +184,21 @@ func (j *Journal) Append(line []byte) bool {
 	return true
 }
 
-// Dropped returns how many lines were dropped.
+// Dropped returns how many lines were dropped because the journal was
+// closed or too many bytes were waiting.
 func (j *Journal) Dropped() uint64 {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.dropped
+}
+
+// Lost returns how many lines were accepted but could not be written
+// (disk full, file size limit, I/O error). They are not counted in
+// Dropped.
+func (j *Journal) Lost() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.lost
 }
 
 // Kick asks the writer to run AfterWrite soon even if nothing was
@@ -178,7 +211,8 @@ func (j *Journal) Kick() {
 }
 
 // Flush writes the pending lines now and waits for them to be written. It
-// honours ctx.
+// returns the write error when the last write failed (this batch's or an
+// earlier one's), nil once a write succeeds again. It honours ctx.
 func (j *Journal) Flush(ctx context.Context) error {
 	ch := make(chan error, 1)
 	select {
@@ -197,7 +231,8 @@ func (j *Journal) Flush(ctx context.Context) error {
 }
 
 // Close writes the pending lines, closes the current segment and stops
-// the writer goroutine. It is safe to call twice; ctx bounds the wait.
+// the writer goroutine. It returns the write error when the last write
+// failed. It is safe to call twice; ctx bounds the wait.
 func (j *Journal) Close(ctx context.Context) error {
 	j.mu.Lock()
 	if !j.closed {
@@ -253,40 +288,93 @@ func (j *Journal) setErr(err error) {
 }
 
 // writeBatch swaps the pending buffer and writes it. Writer goroutine only.
+// It returns the journal's write error state after the write.
 func (j *Journal) writeBatch() error {
 	j.mu.Lock()
 	batch := j.buf
 	j.buf = j.spare[:0]
 	j.mu.Unlock()
-	err := j.write(batch)
-	j.spare = batch[:0]
-	if err != nil {
-		j.setErr(err)
+	if len(batch) > 0 {
+		written, err := j.write(batch)
+		if err != nil {
+			j.failed(err, bytes.Count(batch[written:], []byte{'\n'}))
+		} else {
+			j.recovered()
+		}
 	}
+	j.spare = batch[:0]
 	if j.opts.AfterWrite != nil {
 		j.opts.AfterWrite()
 	}
-	return err
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.werr
 }
 
-func (j *Journal) write(batch []byte) error {
-	for len(batch) > 0 {
+// failed records a failed write that lost n lines. Writer goroutine only.
+func (j *Journal) failed(err error, n int) {
+	j.mu.Lock()
+	j.werr = fmt.Errorf("flight: journal: %w", err)
+	j.lost += uint64(n)
+	j.mu.Unlock()
+	j.failing = true
+	j.lostLog += uint64(n)
+	if l := j.opts.Logger; l != nil && (j.lastLog.IsZero() || time.Since(j.lastLog) >= WriteErrorLogInterval) {
+		j.lastLog = time.Now()
+		l.Error("flight: journal write failed; events are being lost until the disk takes data again",
+			"dir", j.dir, "lost", j.lostLog, "err", err)
+	}
+}
+
+// recovered records a successful write. Writer goroutine only.
+func (j *Journal) recovered() {
+	if !j.failing {
+		return
+	}
+	j.mu.Lock()
+	j.werr = nil
+	j.mu.Unlock()
+	j.failing = false
+	if l := j.opts.Logger; l != nil {
+		l.Info("flight: journal writes work again", "dir", j.dir, "lost", j.lostLog)
+	}
+	j.lostLog = 0
+}
+
+// write writes batch, which holds whole lines, into the segments. It
+// returns how many bytes of batch are on disk as whole lines. After a
+// short write it removes the cut line.
+func (j *Journal) write(batch []byte) (int, error) {
+	done := 0
+	for done < len(batch) {
+		rest := batch[done:]
 		room := j.opts.SegmentBytes - j.segSize
 		if j.f == nil || room <= 0 {
 			if err := j.rotate(); err != nil {
-				return err
+				return done, err
 			}
 			room = j.opts.SegmentBytes
 		}
-		chunk := batch
+		if j.torn {
+			// A cut line that could not be truncated: end it, so that it
+			// reads as one corrupt line and the next line parses.
+			n, err := j.f.Write([]byte{'\n'})
+			j.grow(int64(n))
+			if err != nil {
+				return done, err
+			}
+			j.torn = false
+			room--
+		}
+		chunk := rest
 		if int64(len(chunk)) > room {
-			cut := bytes.LastIndexByte(chunk[:room], '\n')
+			cut := bytes.LastIndexByte(chunk[:max(room, 0)], '\n')
 			switch {
 			case cut >= 0:
 				chunk = chunk[:cut+1]
 			case j.segSize > 0:
 				if err := j.rotate(); err != nil {
-					return err
+					return done, err
 				}
 				continue
 			default: // one line longer than a segment: give it the segment
@@ -295,15 +383,35 @@ func (j *Journal) write(batch []byte) error {
 				}
 			}
 		}
+		before := j.segSize
 		n, err := j.f.Write(chunk)
-		j.segSize += int64(n)
-		j.segs[len(j.segs)-1].size = j.segSize
 		if err != nil {
-			return err
+			// Keep the whole lines written, remove the cut one.
+			whole := 0
+			if n > 0 {
+				whole = bytes.LastIndexByte(chunk[:n], '\n') + 1
+			}
+			j.grow(int64(n))
+			if whole < n {
+				if terr := j.f.Truncate(before + int64(whole)); terr == nil {
+					j.setSize(before + int64(whole))
+				} else {
+					j.torn = true
+				}
+			}
+			return done + whole, err
 		}
-		batch = batch[len(chunk):]
+		j.grow(int64(n))
+		done += len(chunk)
 	}
-	return nil
+	return done, nil
+}
+
+func (j *Journal) grow(n int64) { j.setSize(j.segSize + n) }
+
+func (j *Journal) setSize(n int64) {
+	j.segSize = n
+	j.segs[len(j.segs)-1].size = n
 }
 
 // rotate closes the current segment, opens the next and deletes the
@@ -320,7 +428,7 @@ func (j *Journal) rotate() error {
 	if err != nil {
 		return err
 	}
-	j.f, j.segSize = f, 0
+	j.f, j.segSize, j.torn = f, 0, false
 	j.segs = append(j.segs, segment{n: j.segN})
 	var total int64
 	for _, s := range j.segs {
