@@ -74,6 +74,27 @@ func TestRedactor(t *testing.T) {
 		{"plain text", "the weather in Lisbon is fine", "the weather in Lisbon is fine"},
 		{"url", "see https://example.com/a", "see https://example.com/a"},
 		{"idempotent", "[REDACTED:anthropic-key] and TOKEN=[REDACTED:x]", "[REDACTED:anthropic-key] and TOKEN=[REDACTED:x]"},
+		// Quoted and structured forms (issue 9).
+		{"shell export quoted", `export DB_PASSWORD="hunter2 x"`, `export DB_PASSWORD="[REDACTED:secret-assignment]"`},
+		{"toml single quoted", "api_key = 'abc123def'", "api_key = '[REDACTED:secret-assignment]'"},
+		{"yaml quoted", `client_secret: "s3cr3t value"`, `client_secret: "[REDACTED:secret-assignment]"`},
+		{"yaml plain", "  client_secret: s3cr3tvalue\n", "  client_secret: [REDACTED:secret-assignment]\n"},
+		{"json in text", `args {"api_key": "abc def"} end`, `args {"api_key": "[REDACTED:secret-json-field]"} end`},
+		{"escaped json in text", `{\"token\": \"abc def\"}`, `{\"token\": \"[REDACTED:secret-json-field]\"}`},
+		{"escaped assignment", `PASSWORD=\"hunter2 x\"`, `PASSWORD=\"[REDACTED:secret-assignment]\"`},
+		{"query string", "GET /v1?api_key=abc123&token=def456&page=2", "GET /v1?api_key=[REDACTED:secret-assignment]&token=[REDACTED:secret-assignment]&page=2"},
+		{"api key header", "X-Api-Key: abcdef123", "X-Api-Key: [REDACTED:secret-assignment]"},
+		{"basic auth header", "Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED:secret-assignment]"},
+		{"pem block", "k:\n-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD9\n-----END RSA PRIVATE KEY-----\ndone",
+			"k:\n[REDACTED:private-key]\ndone"},
+		{"pem block escaped", `"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n"`,
+			`"[REDACTED:private-key]\n"`},
+		{"postgres url", "dsn postgres://app:hunter2@db.internal:5432/x", "dsn postgres://app:[REDACTED:url-password]@db.internal:5432/x"},
+		{"redis url no user", "redis://:hunter2@cache:6379", "redis://:[REDACTED:url-password]@cache:6379"},
+		{"https url", "https://bob:p@ss@example.com/a", "https://bob:[REDACTED:url-password]@example.com/a"},
+		{"url without password", "https://bob@example.com:8443/a", "https://bob@example.com:8443/a"},
+		{"value after other marker", `password: "sk-ant-api03-EXAMPLE0000 hunter2"`, `password: "[REDACTED:secret-assignment]"`},
+		{"json literals stay", `{"token": null, "api_key": true}`, `{"token": null, "api_key": true}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

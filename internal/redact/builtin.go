@@ -1,0 +1,244 @@
+package redact
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Value grammars shared by the member and assignment rules.
+const (
+	// reMarker is one marker.
+	reMarker = `\[REDACTED:[A-Za-z0-9_.\-]{1,64}\]`
+	// reEscQuoted is a value in escaped double quotes, as in JSON text
+	// inside a JSON string: \"…\".
+	reEscQuoted = `\\"((?:[^"\\]|\\[^"])+)\\"`
+	// reDQuoted is a value in double quotes, with backslash escapes, on
+	// one line.
+	reDQuoted = `"((?:[^"\\\r\n]|\\.)+)"`
+	// reSQuoted is a value in single quotes, on one line.
+	reSQuoted = `'([^'\r\n]+)'`
+	// reUnquoted is a bare value: it ends at white space, a quote, a
+	// separator of lists or query strings, a bracket, or an escaped line
+	// break or quote (JSON text); markers may be part of it.
+	reUnquoted = `((?:` + reMarker + `|[^\s"'\\,;&\[\]{}]|\\[^nrt"'])+)`
+	// reScheme is an HTTP authorization scheme before a credential.
+	reScheme = `(?i:basic|bearer|token|digest|negotiate)[ \t]+`
+)
+
+// Patterns of the built-in rules. They are compiled once and never
+// change; a Redactor only reads them.
+var (
+	rePrivateKey = regexp.MustCompile(`-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[nrt])*)`)
+	reAnthropic  = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{6,}`)
+	reOpenAI     = regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}`)
+	reBearer     = regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{6,}=*)`)
+	reAWSAccess  = regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)
+	reAWSSecret  = regexp.MustCompile(`(?i)aws.{0,24}?(?:secret|private).{0,24}?["'\s:=]+([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`)
+
+	// The anchored patterns are matched where a candidate word is found.
+	// reURL: group 1 is the password.
+	reURL = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@"'\\<>\[\]]*:([^\s/"'\\<>]+)@`)
+	// reMember: group 1 is the member name, 2 or 3 the value.
+	reMember = regexp.MustCompile(`^\\?"([^"\\\r\n]{1,64})\\?"[ \t\r\n]*:[ \t\r\n]*(?:` + reEscQuoted + `|` + reDQuoted + `)`)
+	// reAssign: group 1 is the name, 2 to 5 the value (5 unquoted).
+	reAssign = regexp.MustCompile(`^(?:\\?["'])?([A-Za-z0-9_.\-]{1,64})(?:\\?["'])?[ \t]*(?:=>|:=|=|:)[ \t]*(?:` +
+		reEscQuoted + `|` + reDQuoted + `|` + reSQuoted + `|(?:` + reScheme + `)?(?:\\?["'])?` + reUnquoted + `)`)
+)
+
+// The built-in rules matched with FindAll, in order.
+var (
+	rulePrivateKey = rule{name: RulePrivateKey, re: rePrivateKey, groups: []int{0}}
+	ruleAnthropic  = rule{name: RuleAnthropicKey, re: reAnthropic, groups: []int{0}}
+	ruleOpenAI     = rule{name: RuleOpenAIKey, re: reOpenAI, groups: []int{0}}
+	ruleBearer     = rule{name: RuleBearer, re: reBearer, groups: []int{1}}
+	ruleAWSAccess  = rule{name: RuleAWSAccessKey, re: reAWSAccess, groups: []int{0}}
+	ruleAWSSecret  = rule{name: RuleAWSSecretKey, re: reAWSSecret, groups: []int{1}}
+)
+
+// window bounds the text an anchored pattern reads: a URL or a quoted
+// value longer than that is not matched whole.
+const window = 4096
+
+// maxPasses bounds the passes of the built-in rules over a text that
+// keeps changing; two are the rule.
+const maxPasses = 4
+
+// redactBuiltin applies the built-in rules until s no longer changes.
+func redactBuiltin(s string) string {
+	m := scan(s)
+	for pass := 0; m != 0 && pass < maxPasses; pass++ {
+		t := builtinPass(s, m)
+		if t == s {
+			break
+		}
+		s = t
+		m = scan(s)
+	}
+	return s
+}
+
+// builtinPass applies, once, the built-in rules whose candidate words m
+// holds.
+func builtinPass(s string, m trig) string {
+	if m&trigBegin != 0 {
+		s = rulePrivateKey.apply(s)
+	}
+	if m&trigSK != 0 {
+		s = ruleAnthropic.apply(s)
+		s = ruleOpenAI.apply(s)
+	}
+	if m&trigURL != 0 {
+		s = redactURLs(s)
+	}
+	if m&trigBearer != 0 {
+		s = ruleBearer.apply(s)
+	}
+	if m&trigAKIA != 0 {
+		s = ruleAWSAccess.apply(s)
+	}
+	if m&trigAWS != 0 {
+		s = ruleAWSSecret.apply(s)
+	}
+	if m&trigName != 0 {
+		s = redactNamed(s)
+	}
+	return s
+}
+
+// within returns s from i, at most window bytes.
+func within(s string, i int) string {
+	return s[i:min(len(s), i+window)]
+}
+
+// redactURLs replaces the password of every URL with credentials.
+func redactURLs(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; ; {
+		j := strings.Index(s[i:], "://")
+		if j < 0 {
+			break
+		}
+		j += i
+		i = j + 3
+		start := j
+		for start > last && isSchemeChar(s[start-1]) {
+			start--
+		}
+		for start < j && !isLetter(s[start]) {
+			start++
+		}
+		if start == j {
+			continue
+		}
+		loc := reURL.FindStringSubmatchIndex(within(s, start))
+		if loc == nil {
+			continue
+		}
+		vs, ve := start+loc[2], start+loc[3]
+		if IsMarker(s[vs:ve]) {
+			i = ve
+			continue
+		}
+		b.WriteString(s[last:vs])
+		b.WriteString(Marker(RuleURLPassword))
+		last, i = ve, ve
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// redactNamed replaces the values of JSON members and assignments whose
+// names look sensitive. It tries each occurrence of a sensitive word
+// (key, token, secret, passw, authorization) as part of a name.
+func redactNamed(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i+2 < len(s); i++ {
+		if nameWordAt(s, i) == 0 {
+			continue
+		}
+		vs, ve, name, ok := matchNamed(s, i, last)
+		if !ok {
+			continue
+		}
+		b.WriteString(s[last:vs])
+		b.WriteString(Marker(name))
+		last = ve
+		i = ve - 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// matchNamed matches a JSON member or an assignment whose name holds the
+// sensitive word at p, not before last. It returns the bounds of the value
+// to replace and the rule's name.
+func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
+	// A JSON member: the name is quoted, the nearest quote before p.
+	for j := p - 1; j >= last && j >= p-64; j-- {
+		c := s[j]
+		if c == '"' {
+			q := j
+			if q > last && s[q-1] == '\\' {
+				q--
+			}
+			if loc := reMember.FindStringSubmatchIndex(within(s, q)); loc != nil && SensitiveName(s[q+loc[2]:q+loc[3]]) {
+				g := 2
+				if loc[2*g] < 0 {
+					g = 3
+				}
+				vs, ve = q+loc[2*g], q+loc[2*g+1]
+				if IsMarker(s[vs:ve]) {
+					return 0, 0, "", false
+				}
+				return vs, ve, RuleSecretJSON, true
+			}
+			break
+		}
+		if c == '\\' || c == '\r' || c == '\n' {
+			break
+		}
+	}
+	// An assignment: the name is the run of name bytes around p, at most
+	// its last 64 bytes, maybe in quotes.
+	n0 := p
+	for n0 > last && isNameChar(s[n0-1]) {
+		n0--
+	}
+	e := p
+	for e < len(s) && isNameChar(s[e]) {
+		e++
+	}
+	if e-n0 > 64 {
+		n0 = e - 64
+	}
+	q := n0
+	if q > last && (s[q-1] == '"' || s[q-1] == '\'') {
+		q--
+		if q > last && s[q-1] == '\\' {
+			q--
+		}
+	}
+	loc := reAssign.FindStringSubmatchIndex(within(s, q))
+	if loc == nil || !sensitiveAssigned(s[q+loc[2]:q+loc[3]]) {
+		return 0, 0, "", false
+	}
+	g := 2
+	for g < 5 && loc[2*g] < 0 {
+		g++
+	}
+	vs, ve = q+loc[2*g], q+loc[2*g+1]
+	if v := s[vs:ve]; IsMarker(v) || (g == 5 && plainValue(v)) {
+		return 0, 0, "", false
+	}
+	return vs, ve, RuleSecretAssign, true
+}

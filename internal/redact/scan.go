@@ -1,0 +1,122 @@
+package redact
+
+// trig is a set of candidate words found in a text; each enables the
+// built-in rules that start from it.
+type trig uint8
+
+const (
+	trigSK     trig = 1 << iota // "sk-": provider keys
+	trigBearer                  // "bearer"
+	trigAKIA                    // "akia", "asia": AWS access key IDs
+	trigAWS                     // "aws": AWS secret keys
+	trigBegin                   // "-----BEGIN": private keys
+	trigURL                     // "://" then "user:password@"
+	trigName                    // a sensitive word: members and assignments
+)
+
+// MayContainSecret reports whether a built-in rule could match s. It is
+// one cheap pass over the bytes: false means [Redactor.String] with the
+// built-in rules only returns s unchanged.
+func MayContainSecret[T string | []byte](s T) bool { return scan(s) != 0 }
+
+// scan returns the candidate words found in s. It looks at pairs of bytes
+// and checks a word only where a pair starts one.
+func scan[T string | []byte](s T) trig {
+	var m trig
+	for i := 0; i+1 < len(s); i++ {
+		switch uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
+		case 's'<<8 | 'k':
+			if hasFold(s, i, "sk-") {
+				m |= trigSK
+			}
+		case 'b'<<8 | 'e':
+			if hasFold(s, i, "bearer") {
+				m |= trigBearer
+			} else if i >= 5 && hasExact(s, i-5, "-----BEGIN") {
+				m |= trigBegin
+			}
+		case 'a'<<8 | 'k':
+			if hasFold(s, i, "akia") {
+				m |= trigAKIA
+			}
+		case 'a'<<8 | 's':
+			if hasFold(s, i, "asia") {
+				m |= trigAKIA
+			}
+		case 'a'<<8 | 'w':
+			if hasFold(s, i, "aws") {
+				m |= trigAWS
+			}
+		case 'a'<<8 | 'u', 'k'<<8 | 'e', 't'<<8 | 'o', 's'<<8 | 'e', 'p'<<8 | 'a':
+			if nameWordAt(s, i) > 0 {
+				m |= trigName
+			}
+		case ':'<<8 | '/':
+			if m&trigURL == 0 && hasExact(s, i, "://") && urlCredentials(s, i+3) {
+				m |= trigURL
+			}
+		}
+	}
+	return m
+}
+
+// nameWordAt returns the length of the sensitive word at s[i:], or 0.
+func nameWordAt[T string | []byte](s T, i int) int {
+	for _, w := range [...]string{"key", "token", "secret", "passw", "authorization"} {
+		if hasFold(s, i, w) {
+			return len(w)
+		}
+	}
+	return 0
+}
+
+// urlCredentials reports whether the authority that starts at s[i:] may
+// hold "user:password@": a ':' then a '@' before a byte that ends a URL's
+// password, within the window the URL rule reads.
+func urlCredentials[T string | []byte](s T, i int) bool {
+	colon := false
+	for j := i; j < len(s) && j < i+window; j++ {
+		switch c := s[j]; c {
+		case ':':
+			colon = true
+		case '@':
+			if colon {
+				return true
+			}
+		case ' ', '\t', '\n', '\r', '\f', '/', '"', '\'', '\\', '<', '>':
+			return false
+		}
+	}
+	return false
+}
+
+// hasFold reports whether s[i:] starts with the lower-case ASCII word p,
+// ignoring ASCII case.
+func hasFold[T string | []byte](s T, i int, p string) bool {
+	if len(s)-i < len(p) {
+		return false
+	}
+	for k := 0; k < len(p); k++ {
+		c := s[i+k]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != p[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// hasExact reports whether s[i:] starts with p.
+func hasExact[T string | []byte](s T, i int, p string) bool {
+	if len(s)-i < len(p) {
+		return false
+	}
+	for k := 0; k < len(p); k++ {
+		if s[i+k] != p[k] {
+			return false
+		}
+	}
+	return true
+}
