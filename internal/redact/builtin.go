@@ -110,6 +110,31 @@ func within(s string, i int) string {
 	return s[i:min(len(s), i+window)]
 }
 
+// smallWindow is the text an anchored member or assignment pattern reads
+// first: the pattern's cost grows with its input, and most matches are
+// short.
+const smallWindow = 256
+
+// findNamed matches the anchored pattern re at s[q:], first within
+// smallWindow bytes, then within window bytes when the short match may
+// differ from the long one: no match, a match that reaches the end of the
+// short input, or a bare value after a quote (a quoted value that the
+// short input cut).
+func findNamed(re *regexp.Regexp, s string, q, bare int) []int {
+	if len(s)-q <= smallWindow {
+		return re.FindStringSubmatchIndex(s[q:])
+	}
+	w := s[q : q+smallWindow]
+	loc := re.FindStringSubmatchIndex(w)
+	if loc != nil && loc[1] < len(w) {
+		vs := loc[2*bare]
+		if bare == 0 || vs <= 0 || (w[vs-1] != '"' && w[vs-1] != '\'') {
+			return loc
+		}
+	}
+	return re.FindStringSubmatchIndex(within(s, q))
+}
+
 // redactURLs replaces the password of every URL with credentials.
 func redactURLs(s string) string {
 	var b strings.Builder
@@ -187,11 +212,14 @@ func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
 	for j := p - 1; j >= last && j >= p-64; j-- {
 		c := s[j]
 		if c == '"' {
+			if !memberAhead(s, j+1) {
+				break
+			}
 			q := j
 			if q > last && s[q-1] == '\\' {
 				q--
 			}
-			if loc := reMember.FindStringSubmatchIndex(within(s, q)); loc != nil && SensitiveName(s[q+loc[2]:q+loc[3]]) {
+			if loc := findNamed(reMember, s, q, 0); loc != nil && SensitiveName(s[q+loc[2]:q+loc[3]]) {
 				g := 2
 				if loc[2*g] < 0 {
 					g = 3
@@ -221,6 +249,9 @@ func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
 	if e-n0 > 64 {
 		n0 = e - 64
 	}
+	if !separatorAhead(s, e) {
+		return 0, 0, "", false
+	}
 	q := n0
 	if q > last && (s[q-1] == '"' || s[q-1] == '\'') {
 		q--
@@ -228,7 +259,7 @@ func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
 			q--
 		}
 	}
-	loc := reAssign.FindStringSubmatchIndex(within(s, q))
+	loc := findNamed(reAssign, s, q, 5)
 	if loc == nil || !sensitiveAssigned(s[q+loc[2]:q+loc[3]]) {
 		return 0, 0, "", false
 	}
@@ -241,4 +272,43 @@ func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
 		return 0, 0, "", false
 	}
 	return vs, ve, RuleSecretAssign, true
+}
+
+// memberAhead reports whether a JSON member name that starts at s[i:] is
+// followed by its closing quote and a colon, as reMember requires: a cheap
+// test that spares the pattern most words.
+func memberAhead(s string, i int) bool {
+	k := i
+	for k < len(s) && k-i <= 64 && s[k] != '"' && s[k] != '\\' && s[k] != '\r' && s[k] != '\n' {
+		k++
+	}
+	switch {
+	case k+1 < len(s) && s[k] == '\\' && s[k+1] == '"':
+		k += 2
+	case k < len(s) && s[k] == '"':
+		k++
+	default:
+		return false
+	}
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n') {
+		k++
+	}
+	return k < len(s) && s[k] == ':'
+}
+
+// separatorAhead reports whether the name that ends at s[e] is followed by
+// an optional closing quote and an assignment separator, as reAssign
+// requires.
+func separatorAhead(s string, e int) bool {
+	k := e
+	switch {
+	case k+1 < len(s) && s[k] == '\\' && (s[k+1] == '"' || s[k+1] == '\''):
+		k += 2
+	case k < len(s) && (s[k] == '"' || s[k] == '\''):
+		k++
+	}
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	return k < len(s) && (s[k] == '=' || s[k] == ':')
 }

@@ -1,0 +1,194 @@
+package redact_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/harnessx/harnessx/internal/redact"
+)
+
+func TestString(t *testing.T) {
+	red := redact.Builtin()
+	tests := []struct {
+		name, in, want string
+	}{
+		// Provider keys, tokens, AWS.
+		{"anthropic key", "key is sk-ant-api03-EXAMPLE0000SECRET ok", "key is [REDACTED:anthropic-key] ok"},
+		{"openai key", "use sk-proj-abcdefghijklmnop1234 now", "use [REDACTED:openai-key] now"},
+		{"bearer", "Authorization: Bearer abc.def-ghi_123", "Authorization: Bearer [REDACTED:bearer-token]"},
+		{"aws access key", "id AKIAABCDEFGHIJKLMNOP here", "id [REDACTED:aws-access-key] here"},
+		{"aws secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+			"aws_secret_access_key = [REDACTED:aws-secret-key]\n"},
+		// Assignments in env files and shells.
+		{"env", "DB_PASSWORD=hunter2 other=1", "DB_PASSWORD=[REDACTED:secret-assignment] other=1"},
+		{"export double quoted", `export DB_PASSWORD="hunter 2"`, `export DB_PASSWORD="[REDACTED:secret-assignment]"`},
+		{"export single quoted", `export GITHUB_TOKEN='ghp abc'`, `export GITHUB_TOKEN='[REDACTED:secret-assignment]'`},
+		{"shell escaped space", `PASSWD=abc\ def`, `PASSWD=[REDACTED:secret-assignment]`},
+		{"unterminated quote", `SECRET="abc123 rest`, `SECRET="[REDACTED:secret-assignment] rest`},
+		// YAML, TOML, code.
+		{"yaml", "db:\n  password: hunter2\n  user: app", "db:\n  password: [REDACTED:secret-assignment]\n  user: app"},
+		{"yaml quoted", `client_secret: "s3cr3t value"`, `client_secret: "[REDACTED:secret-assignment]"`},
+		{"toml", `api_key = "abc def"`, `api_key = "[REDACTED:secret-assignment]"`},
+		{"toml single", "api_key = 'abc'", "api_key = '[REDACTED:secret-assignment]'"},
+		{"ruby hash", `"api_key" => "abc"`, `"api_key" => "[REDACTED:secret-assignment]"`},
+		{"go", `token := "abc"`, `token := "[REDACTED:secret-assignment]"`},
+		{"long name", "MY_VERY_LONG_SERVICE_ACCOUNT_PRIVATE_KEY_FOR_PRODUCTION=abc", "MY_VERY_LONG_SERVICE_ACCOUNT_PRIVATE_KEY_FOR_PRODUCTION=[REDACTED:secret-assignment]"},
+		// JSON, plain and escaped inside a JSON string.
+		{"json", `{"api_key": "abc", "name": "x"}`, `{"api_key": "[REDACTED:secret-json-field]", "name": "x"}`},
+		{"json case", `{"AccessToken":"zzz"}`, `{"AccessToken":"[REDACTED:secret-json-field]"}`},
+		{"json name with spaces", `{"my api key": "abc"}`, `{"my api key": "[REDACTED:secret-json-field]"}`},
+		{"json escaped", `"{\"token\": \"abc def\", \"n\": 1}"`, `"{\"token\": \"[REDACTED:secret-json-field]\", \"n\": 1}"`},
+		{"json escaped backslash", `{\"token\":\"a\\\\b\"}`, `{\"token\":\"[REDACTED:secret-json-field]\"}`},
+		{"assignment in json string", `{"content":"export DB_PASSWORD=\"hunter2\"\nnext"}`, `{"content":"export DB_PASSWORD=\"[REDACTED:secret-assignment]\"\nnext"}`},
+		{"unquoted in json string", `{"content":"TOKEN=abc\nnext"}`, `{"content":"TOKEN=[REDACTED:secret-assignment]\nnext"}`},
+		// Query strings and headers.
+		{"query", "GET /v1?api_key=abc123&token=def456&page=2", "GET /v1?api_key=[REDACTED:secret-assignment]&token=[REDACTED:secret-assignment]&page=2"},
+		{"x-api-key", "X-Api-Key: abcdef123", "X-Api-Key: [REDACTED:secret-assignment]"},
+		{"basic", "Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED:secret-assignment]"},
+		{"proxy auth", "Proxy-Authorization: dXNlcjpwYXNz", "Proxy-Authorization: [REDACTED:secret-assignment]"},
+		// Private keys.
+		{"pem", "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34\nGkxFhD9==\n-----END RSA PRIVATE KEY-----\nb", "a\n[REDACTED:private-key]\nb"},
+		{"pem pkcs8", "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----", "[REDACTED:private-key]"},
+		{"pem pgp", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQdG\n-----END PGP PRIVATE KEY BLOCK-----", "[REDACTED:private-key]"},
+		{"pem escaped", `"x\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQ\n-----END EC PRIVATE KEY-----\n"`, `"x\n[REDACTED:private-key]\n"`},
+		{"pem unterminated", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\nNzaC1r\n...", "[REDACTED:private-key]..."},
+		{"public key stays", "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----"},
+		// URLs and connection strings.
+		{"postgres", "dsn postgres://app:hunter2@db.internal:5432/x?sslmode=off", "dsn postgres://app:[REDACTED:url-password]@db.internal:5432/x?sslmode=off"},
+		{"mysql", "mysql://root:pw@tcp(127.0.0.1:3306)/db", "mysql://root:[REDACTED:url-password]@tcp(127.0.0.1:3306)/db"},
+		{"redis no user", "redis://:hunter2@cache:6379/0", "redis://:[REDACTED:url-password]@cache:6379/0"},
+		{"https at in password", "https://bob:p@ss@example.com/a", "https://bob:[REDACTED:url-password]@example.com/a"},
+		{"url in assignment", "DATABASE_URL=postgres://u:pw@h/db", "DATABASE_URL=postgres://u:[REDACTED:url-password]@h/db"},
+		{"password assigned a url", "password=postgres://u:pw@h/db", "password=[REDACTED:secret-assignment]"},
+		// What stays.
+		{"url no password", "https://bob@example.com:8443/a", "https://bob@example.com:8443/a"},
+		{"url port", "see https://example.com:8080/a", "see https://example.com:8080/a"},
+		{"counters", `max_tokens: 100, "input_tokens": 5`, `max_tokens: 100, "input_tokens": 5`},
+		{"literals", `{"token": null, "api_key": true, "key": 12}`, `{"token": null, "api_key": true, "key": 12}`},
+		{"schema", `{"api_key":{"type":"string"}}`, `{"api_key":{"type":"string"}}`},
+		{"prefix key", "prefix_key=abc", "prefix_key=abc"},
+		{"plain", "the weather in Lisbon is fine", "the weather in Lisbon is fine"},
+		{"prose", "the keyboard and the token ring", "the keyboard and the token ring"},
+		{"markers stay", "[REDACTED:anthropic-key] and TOKEN=[REDACTED:x] and \"key\": \"[REDACTED:y]\"",
+			"[REDACTED:anthropic-key] and TOKEN=[REDACTED:x] and \"key\": \"[REDACTED:y]\""},
+		{"value around a marker", `password: "sk-ant-api03-EXAMPLE0000 hunter2"`, `password: "[REDACTED:secret-assignment]"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := red.String(tt.in)
+			if got != tt.want {
+				t.Errorf("String(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+			if again := red.String(got); again != got {
+				t.Errorf("not idempotent: %q then %q", got, again)
+			}
+		})
+	}
+}
+
+func TestZeroRedactor(t *testing.T) {
+	var r redact.Redactor
+	if got := r.String("TOKEN=abc"); got != "TOKEN=abc" {
+		t.Errorf("zero redactor changed %q", got)
+	}
+	if p := r.Patterns(); len(p) != 0 {
+		t.Errorf("patterns %v", p)
+	}
+}
+
+func TestCustom(t *testing.T) {
+	red := redact.New(
+		[]redact.Rule{
+			{Name: "ticket", Pattern: regexp.MustCompile(`TICKET-\d+`)},
+			{}, // ignored
+			{Name: "pin", Pattern: regexp.MustCompile(`(\w+)#(\w+)`), Group: 2, NameGroup: 1},
+		},
+		func(s string) string { return strings.ReplaceAll(s, "internal.corp", redact.Marker("host")) },
+		nil,
+	)
+	got := red.String("see TICKET-42 on internal.corp, secret#xyz, other#xyz, key#123")
+	if want := "see [REDACTED:ticket] on [REDACTED:host], secret#[REDACTED:pin], other#xyz, key#123"; got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	counts := map[string]int{}
+	redact.CountMarkers([]byte(got), counts)
+	if counts["ticket"] != 1 || counts["host"] != 1 || counts["pin"] != 1 || len(counts) != 3 {
+		t.Errorf("counts %v", counts)
+	}
+	want := []string{"private-key", "anthropic-key", "openai-key", "url-password", "bearer-token", "aws-access-key",
+		"aws-secret-key", "secret-json-field", "secret-assignment", "ticket", "pin", "custom"}
+	if p := red.Patterns(); strings.Join(p, ",") != strings.Join(want, ",") {
+		t.Errorf("patterns %v", p)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	red := redact.Builtin()
+	out, err := red.JSON([]byte(`{"messages":[{"text":"Bearer abcdefghij"}],"secret":"s3","n":12345678901234567890,"nested":{"password":"p"},"cfg":"export API_KEY=\"a b\""}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"cfg":"export API_KEY=\"[REDACTED:secret-assignment]\"","messages":[{"text":"Bearer [REDACTED:bearer-token]"}],"n":12345678901234567890,"nested":{"password":"[REDACTED:secret-json-field]"},"secret":"[REDACTED:secret-json-field]"}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+	if _, err := red.JSON([]byte(`{`)); err == nil {
+		t.Error("no error for invalid JSON")
+	}
+}
+
+func TestIsMarker(t *testing.T) {
+	for s, want := range map[string]bool{
+		"[REDACTED:x]": true, "[REDACTED:secret-json-field]": true, "[REDACTED:]": false, "[REDACTED:a b]": false,
+		"[REDACTED:x] y": false, "x[REDACTED:x]": false, "[REDACTED:" + strings.Repeat("a", 65) + "]": false,
+	} {
+		if got := redact.IsMarker(s); got != want {
+			t.Errorf("IsMarker(%q) = %v", s, got)
+		}
+	}
+}
+
+func TestSensitiveName(t *testing.T) {
+	for n, want := range map[string]bool{
+		"api_key": true, "GITHUB_TOKEN": true, "client_secret": true, "DB_PASSWORD": true, "passwd": true,
+		"max_tokens": false, "prefix_key": false, "name": false, "authorization": false,
+	} {
+		if got := redact.SensitiveName(n); got != want {
+			t.Errorf("SensitiveName(%q) = %v", n, got)
+		}
+	}
+}
+
+// TestFastPathAllocs checks that text without candidate words costs no
+// allocation.
+func TestFastPathAllocs(t *testing.T) {
+	red := redact.Builtin()
+	s := strings.Repeat(`[{"role":"user","parts":[{"type":"text","content":"What is the weather in Paris today?"}]}]`, 20)
+	if redact.MayContainSecret(s) || redact.MayContainSecret([]byte(s)) {
+		t.Fatal("candidate found in plain text")
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = red.String(s) }); n != 0 {
+		t.Errorf("%v allocations", n)
+	}
+}
+
+func BenchmarkStringPlain(b *testing.B) {
+	red := redact.Builtin()
+	s := strings.Repeat(`[{"role":"user","parts":[{"type":"text","content":"What is the weather in Paris today?"}]}]`, 20)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = red.String(s)
+	}
+}
+
+func BenchmarkStringSecrets(b *testing.B) {
+	red := redact.Builtin()
+	s := strings.Repeat(`{"content":"export DB_PASSWORD=\"hunter2\" and the monkey key: value https://u:p@h/x"} `, 20)
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = red.String(s)
+	}
+}
