@@ -57,8 +57,12 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	if st.Lost() > 0 {
 		fmt.Fprintf(w, "\n%d spans exported, %d lost: nothing accepted them at %s.\n", st.Exported, st.Lost(), target)
-		fmt.Fprintln(w, "Start Jaeger (see the README: docker compose -f docker-compose.otel.yml up, or go tool jaeger) and run again,")
-		fmt.Fprintln(w, "or point OTEL_EXPORTER_OTLP_ENDPOINT at your collector.")
+		fmt.Fprintln(w, "Start Jaeger and run again. With Docker:")
+		fmt.Fprintln(w, "  docker compose -f docker-compose.otel.yml up -d")
+		fmt.Fprintln(w, "Without Docker, from the repository root (the first run compiles Jaeger):")
+		fmt.Fprintln(w, "  OTEL_TRACES_SAMPLER=always_off go tool -modfile=tools/go.mod jaeger --set=service.telemetry.metrics.level=none")
+		fmt.Fprintln(w, "Or point OTEL_EXPORTER_OTLP_ENDPOINT at your collector, or see runs locally with")
+		fmt.Fprintln(w, "  go run ./cmd/flightrec ui")
 		return nil
 	}
 	fmt.Fprintf(w, "\n%d spans exported.\n", st.Exported)

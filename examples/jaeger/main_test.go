@@ -54,6 +54,9 @@ func TestRun(t *testing.T) {
 		}},
 		{"nothing listening", closed, []*regexp.Regexp{
 			regexp.MustCompile(`0 spans exported, 7 lost: nothing accepted them at ` + regexp.QuoteMeta(closed) + `/v1/traces`),
+			// The suggested command must be one that works from the
+			// repository root: Jaeger is a tool of tools/go.mod, not go.mod.
+			regexp.MustCompile(`(?m)^  OTEL_TRACES_SAMPLER=always_off go tool -modfile=tools/go\.mod jaeger `),
 		}},
 	}
 	for _, tt := range tests {
