@@ -1,0 +1,487 @@
+package traceview
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/harnessx/harnessx/extensions/flight"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// ErrBadOTLP is wrapped by the errors of [ParseOTLP].
+var ErrBadOTLP = errors.New("traceview: invalid OTLP JSON")
+
+// ParseOTLP decodes one OTLP/JSON ExportTraceServiceRequest. Trace and span
+// IDs may be hex (the OTLP/JSON rule, as exporters.NewFile writes them) or
+// base64 (as protojson, and so flight's spans.json, writes them). Unknown
+// fields are ignored.
+func ParseOTLP(data []byte) ([]*Span, error) {
+	req, err := decodeOTLP(data)
+	if err != nil {
+		return nil, err
+	}
+	return FromOTLP(req), nil
+}
+
+func decodeOTLP(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadOTLP, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the JSON value", ErrBadOTLP)
+	}
+	root, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: not a JSON object", ErrBadOTLP)
+	}
+	if err := normalizeIDs(root); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadOTLP, err)
+	}
+	raw, err := json.Marshal(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadOTLP, err)
+	}
+	req := &coltracepb.ExportTraceServiceRequest{}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, req); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadOTLP, err)
+	}
+	return req, nil
+}
+
+// normalizeIDs rewrites the trace and span IDs of a request held as
+// generic JSON into the base64 that protojson reads.
+func normalizeIDs(root map[string]any) error {
+	fix := func(obj map[string]any, key string, n int) error {
+		v, ok := obj[key]
+		if !ok {
+			return nil
+		}
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%s is not a string", key)
+		}
+		b, err := decodeID(s, n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		obj[key] = base64.StdEncoding.EncodeToString(b)
+		return nil
+	}
+	for _, rs := range objects(root["resourceSpans"]) {
+		for _, ss := range objects(rs["scopeSpans"]) {
+			for _, sp := range objects(ss["spans"]) {
+				for _, f := range []struct {
+					key string
+					n   int
+				}{{"traceId", 16}, {"spanId", 8}, {"parentSpanId", 8}} {
+					if err := fix(sp, f.key, f.n); err != nil {
+						return err
+					}
+				}
+				for _, l := range objects(sp["links"]) {
+					if err := fix(l, "traceId", 16); err != nil {
+						return err
+					}
+					if err := fix(l, "spanId", 8); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// decodeID decodes an ID of n bytes written in hex (2n digits) or base64.
+func decodeID(s string, n int) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if len(s) == 2*n {
+		if b, err := hex.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(s); err == nil {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("%q is neither hex nor base64", s)
+}
+
+func objects(v any) []map[string]any {
+	arr, _ := v.([]any)
+	out := make([]map[string]any, 0, len(arr))
+	for _, e := range arr {
+		if m, ok := e.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// FromOTLP converts the spans of an export request.
+func FromOTLP(req *coltracepb.ExportTraceServiceRequest) []*Span {
+	var out []*Span
+	for _, rs := range req.GetResourceSpans() {
+		service := ""
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.GetKey() == "service.name" {
+				service = kv.GetValue().GetStringValue()
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				sp := &Span{
+					TraceID:       hex.EncodeToString(s.GetTraceId()),
+					SpanID:        hex.EncodeToString(s.GetSpanId()),
+					ParentID:      hex.EncodeToString(s.GetParentSpanId()),
+					Name:          s.GetName(),
+					Kind:          otlpKind(s.GetKind()),
+					Start:         unixNano(s.GetStartTimeUnixNano()),
+					End:           unixNano(s.GetEndTimeUnixNano()),
+					Status:        StatusUnset,
+					StatusMessage: s.GetStatus().GetMessage(),
+					Attrs:         otlpAttrs(s.GetAttributes()),
+					Service:       service,
+				}
+				switch s.GetStatus().GetCode() {
+				case tracepb.Status_STATUS_CODE_OK:
+					sp.Status = StatusOK
+				case tracepb.Status_STATUS_CODE_ERROR:
+					sp.Status = StatusError
+				}
+				for _, ev := range s.GetEvents() {
+					sp.Events = append(sp.Events, Event{Name: ev.GetName(), Time: unixNano(ev.GetTimeUnixNano()), Attrs: otlpAttrs(ev.GetAttributes())})
+				}
+				out = append(out, sp)
+			}
+		}
+	}
+	return out
+}
+
+func unixNano(n uint64) time.Time {
+	if n == 0 || n > 1<<63-1 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(n)).UTC()
+}
+
+func otlpKind(k tracepb.Span_SpanKind) string {
+	switch k {
+	case tracepb.Span_SPAN_KIND_INTERNAL:
+		return "internal"
+	case tracepb.Span_SPAN_KIND_SERVER:
+		return "server"
+	case tracepb.Span_SPAN_KIND_CLIENT:
+		return "client"
+	case tracepb.Span_SPAN_KIND_PRODUCER:
+		return "producer"
+	case tracepb.Span_SPAN_KIND_CONSUMER:
+		return "consumer"
+	}
+	return "unspecified"
+}
+
+func otlpAttrs(kvs []*commonpb.KeyValue) Attrs {
+	if len(kvs) == 0 {
+		return nil
+	}
+	out := make(Attrs, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, Attr{Key: kv.GetKey(), Value: otlpValue(kv.GetValue(), 0)})
+	}
+	return out
+}
+
+// maxDepth bounds the nesting of array and map values converted.
+const maxDepth = 32
+
+func otlpValue(v *commonpb.AnyValue, depth int) Value {
+	if depth > maxDepth {
+		return Value{Type: TypeEmpty}
+	}
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return Value{Type: TypeString, Str: x.StringValue}
+	case *commonpb.AnyValue_IntValue:
+		return Value{Type: TypeInt, Int: x.IntValue}
+	case *commonpb.AnyValue_DoubleValue:
+		return Value{Type: TypeDouble, Double: x.DoubleValue}
+	case *commonpb.AnyValue_BoolValue:
+		return Value{Type: TypeBool, Bool: x.BoolValue}
+	case *commonpb.AnyValue_BytesValue:
+		return Value{Type: TypeBytes, Bytes: x.BytesValue}
+	case *commonpb.AnyValue_ArrayValue:
+		out := Value{Type: TypeArray, Array: []Value{}}
+		for _, e := range x.ArrayValue.GetValues() {
+			out.Array = append(out.Array, otlpValue(e, depth+1))
+		}
+		return out
+	case *commonpb.AnyValue_KvlistValue:
+		out := Value{Type: TypeMap, Map: []Attr{}}
+		for _, kv := range x.KvlistValue.GetValues() {
+			out.Map = append(out.Map, Attr{Key: kv.GetKey(), Value: otlpValue(kv.GetValue(), depth+1)})
+		}
+		return out
+	}
+	return Value{Type: TypeEmpty}
+}
+
+// FromSDK converts spans of the OpenTelemetry SDK, such as those an
+// in-memory recorder (sdk/trace/tracetest.SpanRecorder) or a
+// flight.SpanProcessor holds.
+func FromSDK(spans []sdktrace.ReadOnlySpan) []*Span {
+	out := make([]*Span, 0, len(spans))
+	for _, s := range spans {
+		sc := s.SpanContext()
+		sp := &Span{
+			TraceID: sc.TraceID().String(),
+			SpanID:  sc.SpanID().String(),
+			Name:    s.Name(),
+			Kind:    sdkKind(s.SpanKind()),
+			Start:   s.StartTime().UTC(),
+			End:     s.EndTime().UTC(),
+			Status:  StatusUnset,
+			Attrs:   sdkAttrs(s.Attributes()),
+		}
+		if p := s.Parent(); p.SpanID().IsValid() {
+			sp.ParentID = p.SpanID().String()
+		}
+		switch st := s.Status(); st.Code {
+		case codes.Ok:
+			sp.Status = StatusOK
+		case codes.Error:
+			sp.Status, sp.StatusMessage = StatusError, st.Description
+		}
+		if r := s.Resource(); r != nil {
+			if v, ok := r.Set().Value("service.name"); ok {
+				sp.Service = v.AsString()
+			}
+		}
+		for _, ev := range s.Events() {
+			sp.Events = append(sp.Events, Event{Name: ev.Name, Time: ev.Time.UTC(), Attrs: sdkAttrs(ev.Attributes)})
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+func sdkKind(k trace.SpanKind) string {
+	switch k {
+	case trace.SpanKindInternal:
+		return "internal"
+	case trace.SpanKindServer:
+		return "server"
+	case trace.SpanKindClient:
+		return "client"
+	case trace.SpanKindProducer:
+		return "producer"
+	case trace.SpanKindConsumer:
+		return "consumer"
+	}
+	return "unspecified"
+}
+
+func sdkAttrs(kvs []attribute.KeyValue) Attrs {
+	if len(kvs) == 0 {
+		return nil
+	}
+	out := make(Attrs, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, Attr{Key: string(kv.Key), Value: sdkValue(kv.Value)})
+	}
+	return out
+}
+
+func sdkValue(v attribute.Value) Value {
+	switch v.Type() {
+	case attribute.STRING:
+		return Value{Type: TypeString, Str: v.AsString()}
+	case attribute.INT64:
+		return Value{Type: TypeInt, Int: v.AsInt64()}
+	case attribute.FLOAT64:
+		return Value{Type: TypeDouble, Double: v.AsFloat64()}
+	case attribute.BOOL:
+		return Value{Type: TypeBool, Bool: v.AsBool()}
+	case attribute.STRINGSLICE:
+		out := Value{Type: TypeArray, Array: []Value{}}
+		for _, s := range v.AsStringSlice() {
+			out.Array = append(out.Array, Value{Type: TypeString, Str: s})
+		}
+		return out
+	case attribute.INT64SLICE:
+		out := Value{Type: TypeArray, Array: []Value{}}
+		for _, n := range v.AsInt64Slice() {
+			out.Array = append(out.Array, Value{Type: TypeInt, Int: n})
+		}
+		return out
+	case attribute.FLOAT64SLICE:
+		out := Value{Type: TypeArray, Array: []Value{}}
+		for _, f := range v.AsFloat64Slice() {
+			out.Array = append(out.Array, Value{Type: TypeDouble, Double: f})
+		}
+		return out
+	case attribute.BOOLSLICE:
+		out := Value{Type: TypeArray, Array: []Value{}}
+		for _, b := range v.AsBoolSlice() {
+			out.Array = append(out.Array, Value{Type: TypeBool, Bool: b})
+		}
+		return out
+	}
+	return Value{Type: TypeString, Str: v.Emit()}
+}
+
+// FileStats says what a read of a trace file found.
+type FileStats struct {
+	Lines   int  // complete lines decoded
+	Corrupt int  // complete lines skipped: not OTLP JSON, or over the line cap
+	Torn    bool // the file ends with an incomplete line, skipped
+}
+
+// MaxLine bounds one line of a trace file; longer lines are skipped as
+// corrupt.
+const MaxLine = 64 << 20
+
+// ReadTraceFile reads every span of the JSON-lines trace file at path,
+// one OTLP/JSON ExportTraceServiceRequest per line, as exporters.NewFile
+// writes it. The file is streamed line by line. Lines that do not decode
+// are skipped and counted; an incomplete last line (a writer killed during
+// a write, or one still writing) is skipped.
+func ReadTraceFile(path string) ([]*Span, FileStats, error) {
+	spans, _, st, err := ReadTraceFileFrom(path, 0)
+	return spans, st, err
+}
+
+// ReadTraceFileFrom reads the complete lines of the trace file at path
+// from byte offset off, as [ReadTraceFile] does, and returns the offset
+// just past the last complete line: pass it to the next call to read
+// only what was appended since. An incomplete last line is left for the
+// next call.
+func ReadTraceFileFrom(path string, off int64) ([]*Span, int64, FileStats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, off, FileStats{}, fmt.Errorf("traceview: %w", err)
+	}
+	defer f.Close()
+	if off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return nil, off, FileStats{}, fmt.Errorf("traceview: %s: %w", path, err)
+		}
+	}
+	spans, n, st, err := ReadTraces(f)
+	if err != nil {
+		err = fmt.Errorf("traceview: %s: %w", path, err)
+	}
+	return spans, off + n, st, err
+}
+
+// ReadTraces reads the JSON-lines trace stream r (see [ReadTraceFile])
+// and returns its spans and the number of bytes of complete lines read.
+func ReadTraces(r io.Reader) ([]*Span, int64, FileStats, error) {
+	var (
+		st        FileStats
+		spans     []*Span
+		pos       int64 // bytes read from r
+		lineStart int64 // offset of the line being read
+		long      []byte
+		tooLong   bool
+	)
+	br := bufio.NewReaderSize(r, 256<<10)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		pos += int64(len(chunk))
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if !tooLong && len(long)+len(chunk) <= MaxLine {
+				long = append(long, chunk...)
+			} else {
+				tooLong, long = true, long[:0]
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return spans, lineStart, st, err
+		}
+		line := chunk
+		if len(long) > 0 {
+			line = append(long, chunk...)
+		}
+		if len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
+			switch {
+			case tooLong:
+				st.Corrupt++
+			case len(bytes.TrimSpace(line)) == 0:
+			default:
+				ss, perr := ParseOTLP(line)
+				if perr != nil {
+					st.Corrupt++
+					break
+				}
+				st.Lines++
+				spans = append(spans, ss...)
+			}
+			lineStart, long, tooLong = pos, long[:0], false
+		} else if pos > lineStart {
+			// An incomplete last line: left unconsumed, so that a read
+			// from the returned offset sees it whole once it is.
+			st.Torn = true
+		}
+		if err != nil {
+			return spans, lineStart, st, nil
+		}
+	}
+}
+
+// ReadRecording reads the span snapshot (spans.json) of the flight
+// recording in dir.
+func ReadRecording(dir string) ([]*Span, error) {
+	data, err := os.ReadFile(filepath.Join(dir, flight.SpansSnapshot))
+	if err != nil {
+		return nil, fmt.Errorf("traceview: %w", err)
+	}
+	spans, err := ParseOTLP(data)
+	if err != nil {
+		return nil, fmt.Errorf("traceview: %s: %w", filepath.Join(dir, flight.SpansSnapshot), err)
+	}
+	return spans, nil
+}
+
+// ReadBundle reads the incident bundle at path with flight's verifying
+// reader and returns its spans and the bundle. A bundle without spans
+// gives no spans and no error.
+func ReadBundle(path string) ([]*Span, *flight.Bundle, error) {
+	b, err := flight.ReadBundleFile(path, flight.ReadOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("traceview: %s: %s", path, strings.TrimPrefix(err.Error(), "flight: "))
+	}
+	if _, ok := b.Member(flight.SpansName); !ok {
+		return nil, b, nil
+	}
+	req, err := b.Spans()
+	if err != nil {
+		return nil, b, fmt.Errorf("traceview: %s: %s", path, strings.TrimPrefix(err.Error(), "flight: "))
+	}
+	return FromOTLP(req), b, nil
+}
