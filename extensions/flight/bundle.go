@@ -60,13 +60,33 @@ type Manifest struct {
 	// Redaction summarizes what was redacted before the bundle was written.
 	Redaction RedactionSummary `json:"redaction"`
 	// MissingArtifacts names artifacts that were asked for but could not
-	// be included (deleted or changed since they were recorded).
+	// be included, each as "<name>: <reason>" (deleted or changed since
+	// they were recorded, not copied because of the recording's artifact
+	// limit, …). [Manifest.Missing] splits them.
 	MissingArtifacts []string `json:"missing_artifacts,omitempty"`
 	// Journal holds what reading the journal found, for bundles exported
 	// from one (torn lines after a crash, for instance).
 	Journal *ReadStats `json:"journal,omitempty"`
 	// DroppedEvents counts events the recorder could not keep.
 	DroppedEvents uint64 `json:"dropped_events,omitempty"`
+}
+
+// MissingArtifact is an artifact that a bundle should hold but does not,
+// and why.
+type MissingArtifact struct {
+	Name   string // artifacts/<Name> would be its member name
+	Reason string
+}
+
+// Missing returns the artifacts that could not be included, with the
+// reasons, from MissingArtifacts.
+func (m *Manifest) Missing() []MissingArtifact {
+	out := make([]MissingArtifact, 0, len(m.MissingArtifacts))
+	for _, s := range m.MissingArtifacts {
+		name, reason, _ := strings.Cut(s, ": ")
+		out = append(out, MissingArtifact{Name: name, Reason: reason})
+	}
+	return out
 }
 
 // Member is a bundle member's name, size and SHA-256 (hex).
@@ -283,6 +303,12 @@ func (b *BundleWriter) AddArtifact(name, filePath, wantSHA256 string) {
 		}
 	}
 	b.artifacts = append(b.artifacts, artifactFile{name: full, data: b.redactBytes(data)})
+}
+
+// AddMissingArtifact lists the artifact name as missing from the bundle,
+// with the reason.
+func (b *BundleWriter) AddMissingArtifact(name, reason string) {
+	b.m.MissingArtifacts = append(b.m.MissingArtifacts, name+": "+reason)
 }
 
 // redactBytes redacts data line by line.

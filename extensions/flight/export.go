@@ -17,7 +17,10 @@ type ExportOptions struct {
 	// traces); empty keeps everything.
 	RunID string
 	// IncludeArtifacts includes the artifacts listed in the recording's
-	// artifact index that still exist unchanged.
+	// artifact index: the recorder's own copies (see WithIncludeArtifacts),
+	// or, for an index without copies, the original files if they still
+	// exist unchanged. Those that cannot be included are named with the
+	// reason in the manifest (see [Manifest.Missing]).
 	IncludeArtifacts bool
 	// Reason goes into the manifest; default "export".
 	Reason string
@@ -114,7 +117,7 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 			}
 		}
 		for _, a := range arts {
-			bw.AddArtifact(a.MemberName(), a.Path, a.SHA256)
+			addIndexed(bw, dir, a)
 		}
 	}
 	return bw.Close(opts.Now)

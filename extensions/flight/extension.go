@@ -15,7 +15,6 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/jsonenc"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -53,6 +52,12 @@ type RecordingInfo struct {
 type IndexedArtifact struct {
 	Extension string `json:"extension"`
 	harness.Artifact
+	// Kept is where the recorder's own copy is, relative to the recording
+	// directory, with forward slashes (artifacts/<extension>/<name>).
+	Kept string `json:"kept,omitempty"`
+	// Missing says why there is no copy (the artifact limit was reached,
+	// the copy failed); empty when Kept is set.
+	Missing string `json:"missing,omitempty"`
 }
 
 // MemberName returns the artifact's name in a bundle, under artifacts/:
@@ -75,31 +80,58 @@ type Extension struct {
 	red   *Redactor
 	spans *SpanProcessor
 
-	mu       sync.Mutex // guards the fields below
-	ring     [][]byte
-	ringNext int
-	ringFull bool
-	evicted  uint64
-	scratch  []byte
-	seq      uint64
-	journal  *Journal
-	openErr  error
-	closed   bool
-	traces   map[trace.TraceID]struct{} // trace IDs seen, bounded
+	mu        sync.Mutex // guards the fields below
+	ring      [][]byte
+	ringNext  int
+	ringFull  bool
+	evicted   uint64
+	scratch   []byte
+	seq       uint64
+	journal   *Journal
+	openErr   error
+	started   bool // the background goroutines run
+	closing   bool // Teardown began: no new automatic bundle
+	closed    bool
+	traces    map[trace.TraceID]struct{} // trace IDs of the recent runs
+	traceRing []trace.TraceID            // the same, oldest first from traceNext
+	traceNext int
+	lock      *os.File // holds the recording's lock while it is in use
 
 	ec        *harness.ExtensionContext
 	agentName string
 	sessionID string
 	dir       string // the recording directory
 
+	// The snapshotter goroutine (snapshot.go).
+	snapKick       chan struct{}
+	snapStop       chan struct{}
+	snapDone       chan struct{}
+	snapOnce       sync.Once
 	sessionDirty   atomic.Bool
 	spansDirty     atomic.Bool
 	artifactsDirty atomic.Bool
-	forceSnap      atomic.Bool
-	lastSnap       time.Time // writer goroutine only
+	sessMu         sync.Mutex   // serializes session snapshots
+	sessAt         atomic.Int64 // when the last one started, Unix ns
+	turnAt         atomic.Int64 // when the last one at a turn's completion started
 
-	incMu     sync.Mutex
-	incidents []string
+	// Artifact copies (snapshot.go), guarded by artMu.
+	artMu     sync.Mutex
+	kept      map[string]*IndexedArtifact // by member name
+	keptOrder []string
+	keptBytes int64
+	artKept   atomic.Uint64
+	artSkip   atomic.Uint64
+
+	// Incident bundles (incident.go).
+	bundleQ    chan *bundleJob
+	bundleStop chan struct{}
+	bundleDone chan struct{}
+	stopOnce   sync.Once
+	suppressed atomic.Uint64
+	incMu      sync.Mutex // guards the fields below
+	incidents  []string
+	tokens     float64
+	tokensAt   time.Time
 }
 
 var (
@@ -113,12 +145,19 @@ var (
 // New returns a flight recorder.
 func New(opts ...Option) *Extension {
 	c := config{
-		ringSize:      4096,
-		previewBytes:  1024,
-		spanCapacity:  2048,
-		snapshotEvery: time.Second,
-		triggers:      map[Trigger]bool{TriggerRunFailure: true, TriggerToolPanic: true, TriggerCancellation: true},
-		now:           time.Now,
+		ringSize:       4096,
+		previewBytes:   1024,
+		spanCapacity:   2048,
+		snapshotEvery:  time.Second,
+		triggers:       map[Trigger]bool{TriggerRunFailure: true, TriggerToolPanic: true, TriggerCancellation: true},
+		now:            time.Now,
+		artifactBytes:  DefaultArtifactBytes,
+		incidentRate:   DefaultIncidentRate,
+		incidentPer:    DefaultIncidentPer,
+		maxIncidents:   DefaultMaxIncidents,
+		incidentBytes:  DefaultIncidentBytes,
+		maxRecordings:  DefaultMaxRecordings,
+		recordingBytes: DefaultRecordingBytes,
 	}
 	for _, o := range opts {
 		o(&c)
@@ -128,13 +167,40 @@ func New(opts ...Option) *Extension {
 	}
 	c.ringSize = max(c.ringSize, 16)
 	c.previewBytes = max(c.previewBytes, 64)
+	if c.artifactBytes <= 0 {
+		c.artifactBytes = DefaultArtifactBytes
+	}
+	if c.incidentPer <= 0 {
+		c.incidentPer = DefaultIncidentPer
+	}
+	if c.maxIncidents <= 0 {
+		c.maxIncidents = DefaultMaxIncidents
+	}
+	if c.incidentBytes <= 0 {
+		c.incidentBytes = DefaultIncidentBytes
+	}
+	if c.maxRecordings <= 0 {
+		c.maxRecordings = DefaultMaxRecordings
+	}
+	if c.recordingBytes <= 0 {
+		c.recordingBytes = DefaultRecordingBytes
+	}
 	x := &Extension{
-		cfg:     c,
-		red:     NewRedactor(c.rules, c.redactFuncs...),
-		spans:   NewSpanProcessor(c.spanCapacity),
-		ring:    make([][]byte, c.ringSize),
-		scratch: make([]byte, 0, 4096),
-		traces:  map[trace.TraceID]struct{}{},
+		cfg:        c,
+		red:        NewRedactor(c.rules, c.redactFuncs...),
+		spans:      NewSpanProcessor(c.spanCapacity),
+		ring:       make([][]byte, c.ringSize),
+		scratch:    make([]byte, 0, 4096),
+		traces:     map[trace.TraceID]struct{}{},
+		traceRing:  make([]trace.TraceID, 0, maxTraces),
+		snapKick:   make(chan struct{}, 1),
+		snapStop:   make(chan struct{}),
+		snapDone:   make(chan struct{}),
+		kept:       map[string]*IndexedArtifact{},
+		bundleQ:    make(chan *bundleJob, bundleQueue),
+		bundleStop: make(chan struct{}),
+		bundleDone: make(chan struct{}),
+		tokens:     float64(c.incidentRate),
 	}
 	for i := range x.ring {
 		x.ring[i] = make([]byte, 0, 512)
@@ -142,6 +208,10 @@ func New(opts ...Option) *Extension {
 	x.spans.setNotify(x.spanEnded)
 	return x
 }
+
+// maxTraces bounds the trace IDs the recorder remembers for its span
+// snapshot: the most recent runs' traces, the oldest forgotten first.
+const maxTraces = 4096
 
 // Name returns "flight".
 func (x *Extension) Name() string { return Name }
@@ -213,24 +283,69 @@ func dirName(id string) string {
 	return s
 }
 
-// OnTurnComplete keeps the latest session snapshot in the recording, so
-// that an export after a crash has one.
+// OnTurnComplete keeps the session snapshot fresh. When no turn wrote one
+// during the last snapshot interval, it writes one now, so that the
+// session of a run that follows a quiet spell is on disk even if the
+// agent closes right after (the agent's session cannot be read once it is
+// closed); otherwise it leaves it to the snapshotter, which writes it at
+// the end of the interval in the background. A run thus pays for at most
+// one session snapshot per interval, and a Close less than an interval
+// after the previous snapshot may leave the last turns out of
+// session.json (the journal has their events). With
+// [WithIncludeArtifacts], it also makes sure that the artifacts of the
+// turn's tool calls are copied into the recording before it returns, so
+// that a Close right after the run, which may remove them, loses none:
+// usually the snapshotter copied them while the run went on, and this
+// costs nothing.
 func (x *Extension) OnTurnComplete(ctx context.Context, ec *harness.ExtensionContext, _ *harness.RunResult) {
-	x.snapshotSession(ctx)
+	ctx = context.WithoutCancel(ctx)
+	if x.cfg.includeArtifacts {
+		x.syncArtifacts(ctx)
+	}
+	if x.turnSnapshotDue() {
+		x.snapshotSession(ctx)
+		return
+	}
+	x.sessionDirty.Store(true)
+	x.kickSnapshot()
 }
 
-// Teardown flushes the journal, writes the final span snapshot and stops
-// the writer goroutine. It is safe to call twice; ctx bounds the wait.
+// Teardown waits for the incident bundles being written, writes the final
+// span snapshot, flushes and closes the journal and stops the background
+// goroutines. It is safe to call twice; ctx bounds the waits.
 func (x *Extension) Teardown(ctx context.Context) error {
+	x.mu.Lock()
+	x.closing = true
+	started := x.started
+	x.mu.Unlock()
+	if started {
+		x.stopOnce.Do(func() { close(x.bundleStop) })
+		select {
+		case <-x.bundleDone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		x.snapOnce.Do(func() { close(x.snapStop) })
+		select {
+		case <-x.snapDone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	x.mu.Lock()
 	x.closed = true
 	j := x.journal
+	lock := x.lock
+	x.lock = nil
 	x.mu.Unlock()
-	if j == nil {
-		return nil
+	var err error
+	if j != nil {
+		err = j.Close(ctx)
 	}
-	x.forceSnap.Store(true)
-	return j.Close(ctx)
+	if lock != nil {
+		lock.Close() // releases the recording's lock
+	}
+	return err
 }
 
 // Flush writes the journal's pending events now. It returns the journal's
@@ -255,6 +370,13 @@ type Stats struct {
 	// file size limit, I/O error); they are not in Dropped. The ring
 	// still holds the recent ones.
 	Lost uint64
+	// IncidentsSuppressed counts automatic triggers that wrote no bundle:
+	// over the rate of [WithIncidentRate], or too many bundles waiting.
+	IncidentsSuppressed uint64
+	// ArtifactsKept counts the artifact copies made into the recording;
+	// ArtifactsSkipped those not made because of [WithArtifactLimit].
+	ArtifactsKept    uint64
+	ArtifactsSkipped uint64
 }
 
 // Stats returns the recorder's counters.
@@ -266,6 +388,8 @@ func (x *Extension) Stats() Stats {
 	if j != nil {
 		s.Dropped, s.Lost = j.Dropped(), j.Lost()
 	}
+	s.IncidentsSuppressed = x.suppressed.Load()
+	s.ArtifactsKept, s.ArtifactsSkipped = x.artKept.Load(), x.artSkip.Load()
 	return s
 }
 
@@ -334,8 +458,11 @@ func (x *Extension) Observe(ctx context.Context, ev *harness.Event) error {
 			x.setText(&e, r.Content)
 		}
 		x.sessionDirty.Store(true)
-		x.artifactsDirty.Store(x.cfg.includeArtifacts)
 		x.record(&e)
+		if x.cfg.includeArtifacts {
+			x.artifactsDirty.Store(true)
+			x.kickSnapshot()
+		}
 		return nil
 	case harness.EventApprovalRequested:
 		e.Kind = KindApproval
@@ -444,13 +571,13 @@ func (x *Extension) record(e *Event) {
 	if x.closed {
 		return
 	}
-	if x.journal == nil && x.openErr == nil {
-		x.openLocked()
+	if !x.started {
+		x.startLocked()
 	}
 	x.seq++
 	e.Seq = x.seq
-	if e.sc.IsValid() && len(x.traces) < 4096 {
-		x.traces[e.sc.TraceID()] = struct{}{}
+	if e.sc.IsValid() {
+		x.noteTraceLocked(e.sc.TraceID())
 	}
 	x.scratch = appendEvent(x.scratch[:0], e, x.red)
 	if x.ringFull {
@@ -467,13 +594,44 @@ func (x *Extension) record(e *Event) {
 	}
 }
 
-// openLocked creates the recording directory and opens the journal.
+// noteTraceLocked remembers id among the recent traces, forgetting the
+// oldest past maxTraces.
+func (x *Extension) noteTraceLocked(id trace.TraceID) {
+	if _, ok := x.traces[id]; ok {
+		return
+	}
+	if len(x.traceRing) < maxTraces {
+		x.traceRing = append(x.traceRing, id)
+	} else {
+		delete(x.traces, x.traceRing[x.traceNext])
+		x.traceRing[x.traceNext] = id
+		x.traceNext = (x.traceNext + 1) % maxTraces
+	}
+	x.traces[id] = struct{}{}
+}
+
+// startLocked opens the journal and starts the snapshotter and the bundle
+// writer, at the first event.
+func (x *Extension) startLocked() {
+	x.started = true
+	x.openLocked()
+	go x.snapshotter()
+	go x.bundler()
+}
+
+// openLocked creates the recording directory, takes its lock and opens
+// the journal.
 func (x *Extension) openLocked() {
 	info := RecordingInfo{Format: "harnessx-flight-recording", Version: 1, Agent: x.agentName, SessionID: x.sessionID,
 		Created: x.cfg.now().UTC(), PID: os.Getpid()}
 	if err := os.MkdirAll(x.dir, 0o755); err != nil {
 		x.fail(err)
 		return
+	}
+	if l, err := lockRecording(x.dir); err == nil {
+		x.lock = l
+	} else if x.ec != nil {
+		x.ec.Logger().Warn("flight: cannot lock the recording; another process may evict it", "dir", x.dir, "err", err)
 	}
 	p := filepath.Join(x.dir, RecordingInfoName)
 	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
@@ -484,7 +642,6 @@ func (x *Extension) openLocked() {
 		}
 	}
 	opts := x.cfg.journal
-	opts.AfterWrite = x.afterWrite
 	if opts.Logger == nil && x.ec != nil {
 		opts.Logger = x.ec.Logger()
 	}
@@ -536,139 +693,11 @@ func (x *Extension) Events() []Event {
 
 func (x *Extension) spanEnded() {
 	x.spansDirty.Store(true)
-	x.mu.Lock()
-	j := x.journal
-	x.mu.Unlock()
-	if j != nil {
-		j.Kick()
-	}
+	x.kickSnapshot()
 }
 
-// afterWrite runs on the journal's writer goroutine: it refreshes the
-// session, span and artifact snapshots when they changed, at most once per
-// snapshot interval (always at close).
-func (x *Extension) afterWrite() {
-	force := x.forceSnap.Load()
-	if !force {
-		if wait := x.cfg.snapshotEvery - time.Since(x.lastSnap); wait > 0 {
-			if x.sessionDirty.Load() || x.spansDirty.Load() || x.artifactsDirty.Load() {
-				x.mu.Lock()
-				j := x.journal
-				x.mu.Unlock()
-				time.AfterFunc(wait, j.Kick)
-			}
-			return
-		}
-	}
-	x.lastSnap = time.Now()
-	ctx := context.Background()
-	if x.sessionDirty.Load() && !force {
-		x.snapshotSession(ctx)
-	}
-	if x.spansDirty.Swap(false) {
-		if err := x.snapshotSpans(ctx); err != nil {
-			x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
-		}
-	}
-	// At close the other extensions may already be torn down (the
-	// recorder installs first, so it is torn down last): keep the last
-	// artifact index taken while they were alive.
-	if !force && x.artifactsDirty.Swap(false) {
-		if err := x.snapshotArtifacts(ctx); err != nil {
-			x.ec.Logger().Warn("flight: artifact index failed", "err", err)
-		}
-	}
-}
-
-// snapshotSession writes the redacted session snapshot into the recording.
-func (x *Extension) snapshotSession(ctx context.Context) {
-	x.sessionDirty.Store(false)
-	x.mu.Lock()
-	open := x.journal != nil && !x.closed
-	x.mu.Unlock()
-	if !open {
-		return
-	}
-	data, err := x.ec.Agent().SaveSession(harness.AsSnapshot(ctx))
-	if err != nil {
-		if !errors.Is(err, harness.ErrClosed) {
-			x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
-		}
-		return
-	}
-	red, err := x.red.JSON(data)
-	if err == nil {
-		err = writeFileAtomic(filepath.Join(x.dir, SessionSnapshot), red)
-	}
-	if err != nil {
-		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
-	}
-}
-
-// recordingSpans returns the buffered spans of the traces this recorder
-// saw.
-func (x *Extension) recordingSpans() []sdktrace.ReadOnlySpan {
-	x.mu.Lock()
-	traces := make(map[trace.TraceID]struct{}, len(x.traces))
-	for t := range x.traces {
-		traces[t] = struct{}{}
-	}
-	x.mu.Unlock()
-	return x.spans.Spans(func(s sdktrace.ReadOnlySpan) bool {
-		_, ok := traces[s.SpanContext().TraceID()]
-		return ok
-	})
-}
-
-func (x *Extension) snapshotSpans(ctx context.Context) error {
-	req, err := SpansToOTLP(ctx, x.recordingSpans())
-	if err != nil {
-		return err
-	}
-	data, err := MarshalSpans(req, x.red)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(x.dir, SpansSnapshot), data)
-}
-
-// artifacts lists the artifacts of the agent's extensions.
-func (x *Extension) artifacts(ctx context.Context) ([]IndexedArtifact, error) {
-	var out []IndexedArtifact
-	var errs []error
-	for _, ext := range x.ec.Agent().Extensions() {
-		src, ok := ext.(harness.ArtifactSource)
-		if !ok {
-			continue
-		}
-		arts, err := src.Artifacts(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("flight: artifacts of %q: %w", ext.Name(), err))
-			continue
-		}
-		for _, a := range arts {
-			out = append(out, IndexedArtifact{Extension: ext.Name(), Artifact: a})
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
-func (x *Extension) snapshotArtifacts(ctx context.Context) error {
-	arts, err := x.artifacts(ctx)
-	if arts == nil {
-		arts = []IndexedArtifact{}
-	}
-	data, merr := json.MarshalIndent(arts, "", "  ")
-	if merr != nil {
-		return merr
-	}
-	if werr := writeFileAtomic(filepath.Join(x.dir, ArtifactsIndexName), data); werr != nil {
-		return werr
-	}
-	return err
-}
-
-// writeFileAtomic writes data to a temporary file and renames it to p.
+// writeFileAtomic writes data to a temporary file (mode 0600) and renames
+// it to p.
 func writeFileAtomic(p string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp*")
 	if err != nil {
@@ -701,9 +730,9 @@ func (ri *runInterceptor) InterceptRun(ctx context.Context, info *harness.RunInf
 	x := ri.x
 	switch {
 	case res.Status == harness.StatusFailed && x.cfg.triggers[TriggerRunFailure]:
-		x.autoTrigger(ctx, string(TriggerRunFailure), res.RunID)
+		x.autoTrigger(string(TriggerRunFailure), res.RunID)
 	case res.Status == harness.StatusCancelled && x.cfg.triggers[TriggerCancellation]:
-		x.autoTrigger(ctx, string(TriggerCancellation), res.RunID)
+		x.autoTrigger(string(TriggerCancellation), res.RunID)
 	}
 	return res
 }
@@ -713,7 +742,7 @@ func (ri *runInterceptor) InterceptRun(ctx context.Context, info *harness.RunInf
 func (ri *runInterceptor) InterceptTool(ctx context.Context, call *harness.ToolCall, next harness.ToolFunc) *harness.ToolResult {
 	r := next(ctx, call)
 	if r != nil && r.Status == harness.ToolPanicked && ri.x.cfg.triggers[TriggerToolPanic] {
-		ri.x.autoTrigger(ctx, string(TriggerToolPanic), runIDOf(ri.x, call.ID))
+		ri.x.autoTrigger(string(TriggerToolPanic), runIDOf(ri.x, call.ID))
 	}
 	return r
 }
@@ -731,115 +760,6 @@ func runIDOf(x *Extension, callID string) string {
 		return true
 	})
 	return run
-}
-
-func (x *Extension) autoTrigger(ctx context.Context, reason, runID string) {
-	if _, err := x.export(context.WithoutCancel(ctx), reason, runID); err != nil {
-		x.ec.Logger().Error("flight: incident export failed", "reason", reason, "err", err)
-	}
-}
-
-// Trigger exports an incident bundle now, with the events in the ring,
-// the buffered spans, a fresh session snapshot and, when configured, the
-// artifacts, into the recording's incidents directory. It returns the
-// bundle's path. It blocks while the bundle is written and honours ctx
-// only before it starts. It works whatever WithTriggers says.
-func (x *Extension) Trigger(ctx context.Context, reason string) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	if reason == "" {
-		reason = "manual"
-	}
-	return x.export(ctx, reason, "")
-}
-
-// export writes a bundle of runID's events (all events when empty).
-func (x *Extension) export(ctx context.Context, reason, runID string) (path string, err error) {
-	defer func() {
-		if x.cfg.onIncident != nil {
-			x.cfg.onIncident(path, err)
-		}
-	}()
-	x.mu.Lock()
-	ec, dir, dropped := x.ec, x.dir, x.evicted
-	x.mu.Unlock()
-	if ec == nil {
-		return "", errors.New("flight: the extension is not installed")
-	}
-	now := x.cfg.now()
-	incDir := filepath.Join(dir, IncidentsDir)
-	if err := os.MkdirAll(incDir, 0o755); err != nil {
-		return "", fmt.Errorf("flight: incident: %w", err)
-	}
-	f, err := os.CreateTemp(incDir, ".incident-*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("flight: incident: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := NewBundleWriter(f, x.red)
-	x.eachRing(func(line []byte) bool {
-		e, perr := ParseEvent(line)
-		if perr == nil && (runID == "" || e.RunID == runID) {
-			bw.AddEvent(&e)
-		}
-		return true
-	})
-	if runID != "" {
-		dropped = 0
-	}
-	bw.SetInfo(reason, x.agentName, x.sessionID, dropped)
-	spans := x.spans.Spans(nil)
-	if runID != "" {
-		ids := bw.TraceIDs()
-		spans = x.spans.Spans(func(s sdktrace.ReadOnlySpan) bool { return ids[s.SpanContext().TraceID().String()] })
-	}
-	req, err := SpansToOTLP(ctx, spans)
-	if err != nil {
-		return "", err
-	}
-	if err := bw.SetSpans(req); err != nil {
-		return "", err
-	}
-	if data, serr := ec.Agent().SaveSession(harness.AsSnapshot(ctx)); serr == nil {
-		if err := bw.SetSession(data); err != nil {
-			return "", err
-		}
-	} else if data, rerr := os.ReadFile(filepath.Join(dir, SessionSnapshot)); rerr == nil {
-		if err := bw.SetSession(data); err != nil {
-			return "", err
-		}
-	}
-	if x.cfg.includeArtifacts {
-		arts, aerr := x.artifacts(ctx)
-		if aerr != nil {
-			ec.Logger().Warn("flight: listing artifacts", "err", aerr)
-		}
-		for _, a := range arts {
-			bw.AddArtifact(a.MemberName(), a.Path, a.SHA256)
-		}
-	}
-	if _, err := bw.Close(now); err != nil {
-		return "", err
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("flight: incident: %w", err)
-	}
-	name := IncidentFileName(now, reason, runID)
-	path = filepath.Join(incDir, name)
-	if err := os.Rename(f.Name(), path); err != nil {
-		return "", fmt.Errorf("flight: incident: %w", err)
-	}
-	x.incMu.Lock()
-	x.incidents = append(x.incidents, path)
-	x.incMu.Unlock()
-	x.record(&Event{Kind: KindIncident, Time: now, Agent: x.agentName, SessionID: x.sessionID, RunID: runID, Reason: reason, Path: path})
-	return path, nil
 }
 
 // IncidentFileName returns the file name of a bundle written at t for

@@ -47,7 +47,11 @@ type Option func(*config)
 //   - every trigger on; artifacts not included;
 //   - the built-in redaction rules;
 //   - a span buffer of 2048 spans;
-//   - session, span and artifact snapshots at most once a second.
+//   - session and span snapshots at most once a second;
+//   - artifact copies ([WithIncludeArtifacts]) up to 256 MiB a recording;
+//   - automatic incident bundles: at most 10 a minute; at most 100
+//     bundles and 1 GiB in a recording's incidents directory;
+//   - at most 50 recordings and 2 GiB under the root directory.
 type config struct {
 	dir              string
 	ringSize         int
@@ -61,7 +65,25 @@ type config struct {
 	snapshotEvery    time.Duration
 	onIncident       func(path string, err error)
 	now              func() time.Time
+	artifactBytes    int64
+	incidentRate     int
+	incidentPer      time.Duration
+	maxIncidents     int
+	incidentBytes    int64
+	maxRecordings    int
+	recordingBytes   int64
 }
+
+// Defaults of the limits; see the options that change them.
+const (
+	DefaultArtifactBytes  = 256 << 20 // WithArtifactLimit
+	DefaultIncidentRate   = 10        // automatic bundles per DefaultIncidentPer
+	DefaultIncidentPer    = time.Minute
+	DefaultMaxIncidents   = 100     // bundles in a recording's incidents directory
+	DefaultIncidentBytes  = 1 << 30 // bytes of bundles in a recording
+	DefaultMaxRecordings  = 50      // recordings under the root directory
+	DefaultRecordingBytes = 2 << 30 // bytes of all recordings under the root directory
+)
 
 // WithDir sets the root recording directory. Each agent session records
 // into its own subdirectory.
@@ -91,9 +113,49 @@ func WithTriggers(ts ...Trigger) Option {
 
 // WithIncludeArtifacts makes bundles include the artifacts of the agent's
 // extensions that implement harness.ArtifactSource (spilled results, for
-// instance), and keeps an index of them in the recording so that
-// flightrec can include them after a crash.
+// instance). The recorder keeps its own copy of each artifact in the
+// recording, under artifacts/<extension>/<name> (a hard link when the
+// file is on the same file system, else a copy), with an index
+// (artifacts.json), so that [ExportJournal] and flightrec include them
+// after a crash or after the extension removed its files. See
+// [WithArtifactLimit].
 func WithIncludeArtifacts(on bool) Option { return func(c *config) { c.includeArtifacts = on } }
+
+// WithArtifactLimit caps the bytes of the artifact copies a recording
+// keeps (default [DefaultArtifactBytes]). Past the cap, new artifacts are
+// not copied: the index names them with the reason, exports list them as
+// missing, and Stats counts them in ArtifactsSkipped. The copies already
+// kept stay.
+func WithArtifactLimit(maxBytes int64) Option { return func(c *config) { c.artifactBytes = maxBytes } }
+
+// WithIncidentRate limits automatic incident bundles (the triggers of
+// [WithTriggers]) to n per period, in a token bucket that allows bursts
+// of n (default [DefaultIncidentRate] per [DefaultIncidentPer]). A trigger
+// over the limit writes no bundle and is counted in
+// Stats.IncidentsSuppressed. n <= 0 removes the limit. [Extension.Trigger]
+// is not limited.
+func WithIncidentRate(n int, per time.Duration) Option {
+	return func(c *config) { c.incidentRate, c.incidentPer = n, per }
+}
+
+// WithIncidentLimits caps a recording's incidents directory: after each
+// bundle, the oldest bundles are deleted while there are more than
+// maxCount or they hold more than maxBytes (defaults
+// [DefaultMaxIncidents], [DefaultIncidentBytes]); the newest bundle always
+// stays. A value <= 0 keeps the default.
+func WithIncidentLimits(maxCount int, maxBytes int64) Option {
+	return func(c *config) { c.maxIncidents, c.incidentBytes = maxCount, maxBytes }
+}
+
+// WithRecordingLimits caps the recordings under the root directory
+// ([WithDir]): when the recorder opens its journal, it deletes the oldest
+// other recordings while there are more than maxCount or they hold more
+// than maxBytes (defaults [DefaultMaxRecordings],
+// [DefaultRecordingBytes]). A recording in use, by this process or another
+// one, is never deleted. A value <= 0 keeps the default.
+func WithRecordingLimits(maxCount int, maxBytes int64) Option {
+	return func(c *config) { c.maxRecordings, c.recordingBytes = maxCount, maxBytes }
+}
 
 // WithRedactRules adds redaction rules after the built-in ones.
 func WithRedactRules(rules ...Rule) Option {
@@ -111,7 +173,8 @@ func WithRedactor(fn func(string) string) Option {
 func WithSpanCapacity(n int) Option { return func(c *config) { c.spanCapacity = n } }
 
 // WithSnapshotInterval sets the minimum time between two snapshots of the
-// session, spans and artifact index into the recording directory.
+// session and the spans into the recording directory. Artifacts are
+// copied as soon as a tool call ends, whatever the interval.
 func WithSnapshotInterval(d time.Duration) Option { return func(c *config) { c.snapshotEvery = d } }
 
 // WithOnIncident sets a function called after each automatic or explicit

@@ -1,0 +1,384 @@
+package flight
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/harnessx/harnessx/harness"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// kickSnapshot wakes the snapshotter. It never blocks.
+func (x *Extension) kickSnapshot() {
+	select {
+	case x.snapKick <- struct{}{}:
+	default:
+	}
+}
+
+// snapshotter is the goroutine that keeps the recording's snapshots, so
+// that neither the run nor the journal's writer waits for them: it copies
+// new artifacts as soon as a tool call ends, writes the session and span
+// snapshots at most once per snapshot interval each, and evicts old
+// recordings when it starts. It writes the final span snapshot when
+// stopped.
+func (x *Extension) snapshotter() {
+	defer close(x.snapDone)
+	ctx := context.Background()
+	x.evictRecordings()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var lastSpans time.Time
+	armed := false
+	for {
+		select {
+		case <-x.snapKick:
+		case <-timer.C:
+			armed = false
+		case <-x.snapStop:
+			// The other extensions are torn down and the agent is closed:
+			// only the spans can still be read.
+			if x.spansDirty.Swap(false) {
+				x.snapshotSpans(ctx)
+			}
+			return
+		}
+		if x.cfg.includeArtifacts && x.artifactsDirty.Load() {
+			x.syncArtifacts(ctx)
+		}
+		next := time.Duration(-1)
+		need := func(w time.Duration) {
+			if next < 0 || w < next {
+				next = w
+			}
+		}
+		if x.spansDirty.Load() {
+			if w := x.cfg.snapshotEvery - time.Since(lastSpans); w > 0 {
+				need(w)
+			} else {
+				lastSpans = time.Now()
+				x.spansDirty.Store(false)
+				x.snapshotSpans(ctx)
+			}
+		}
+		if x.sessionDirty.Load() {
+			if w := x.cfg.snapshotEvery - time.Since(x.lastSession()); w > 0 {
+				need(w)
+			} else {
+				x.snapshotSession(ctx)
+			}
+		}
+		if next >= 0 && !armed {
+			timer.Reset(next)
+			armed = true
+		}
+	}
+}
+
+func (x *Extension) lastSession() time.Time { return time.Unix(0, x.sessAt.Load()) }
+
+// turnSnapshotDue reports whether the last session snapshot written at a
+// turn's completion is older than the snapshot interval, and if so counts
+// the caller's as the new last one.
+func (x *Extension) turnSnapshotDue() bool {
+	now := time.Now()
+	last := x.turnAt.Load()
+	if now.Sub(time.Unix(0, last)) < x.cfg.snapshotEvery {
+		return false
+	}
+	return x.turnAt.CompareAndSwap(last, now.UnixNano())
+}
+
+// snapshotSession writes the redacted session snapshot into the recording.
+func (x *Extension) snapshotSession(ctx context.Context) {
+	x.sessMu.Lock()
+	defer x.sessMu.Unlock()
+	x.sessionDirty.Store(false)
+	x.sessAt.Store(time.Now().UnixNano())
+	x.mu.Lock()
+	open := x.journal != nil && !x.closed
+	x.mu.Unlock()
+	if !open {
+		return
+	}
+	data, err := x.ec.Agent().SaveSession(harness.AsSnapshot(ctx))
+	if err != nil {
+		if !errors.Is(err, harness.ErrClosed) {
+			x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
+		}
+		return
+	}
+	red, err := x.red.JSON(data)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(x.dir, SessionSnapshot), red)
+	}
+	if err != nil {
+		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
+	}
+}
+
+// recordingSpans returns the buffered spans of the recent traces this
+// recorder saw.
+func (x *Extension) recordingSpans() []sdktrace.ReadOnlySpan {
+	x.mu.Lock()
+	traces := make(map[trace.TraceID]struct{}, len(x.traces))
+	for t := range x.traces {
+		traces[t] = struct{}{}
+	}
+	x.mu.Unlock()
+	return x.spans.Spans(func(s sdktrace.ReadOnlySpan) bool {
+		_, ok := traces[s.SpanContext().TraceID()]
+		return ok
+	})
+}
+
+func (x *Extension) snapshotSpans(ctx context.Context) {
+	x.mu.Lock()
+	open := x.journal != nil
+	x.mu.Unlock()
+	if !open {
+		return
+	}
+	req, err := SpansToOTLP(ctx, x.recordingSpans())
+	var data []byte
+	if err == nil {
+		data, err = MarshalSpans(req, x.red)
+	}
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(x.dir, SpansSnapshot), data)
+	}
+	if err != nil {
+		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
+	}
+}
+
+// artifacts lists the artifacts of the agent's extensions.
+func (x *Extension) artifacts(ctx context.Context) ([]IndexedArtifact, error) {
+	var out []IndexedArtifact
+	var errs []error
+	for _, ext := range x.ec.Agent().Extensions() {
+		src, ok := ext.(harness.ArtifactSource)
+		if !ok {
+			continue
+		}
+		arts, err := src.Artifacts(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("flight: artifacts of %q: %w", ext.Name(), err))
+		}
+		for _, a := range arts {
+			out = append(out, IndexedArtifact{Extension: ext.Name(), Artifact: a})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// syncArtifacts copies the artifacts not kept yet into the recording and
+// rewrites the index when it changed. Only new artifacts are copied: the
+// cost of a call is the listing, whatever the number kept. It runs on the
+// snapshotter, or on the run's goroutine at turn completion when the
+// snapshotter has not caught up; artMu serializes them.
+func (x *Extension) syncArtifacts(ctx context.Context) {
+	x.artMu.Lock()
+	defer x.artMu.Unlock()
+	if !x.artifactsDirty.Swap(false) {
+		return
+	}
+	x.mu.Lock()
+	open := x.journal != nil && !x.closing
+	x.mu.Unlock()
+	if !open {
+		return
+	}
+	arts, err := x.artifacts(ctx)
+	if err != nil {
+		x.ec.Logger().Warn("flight: listing artifacts", "err", err)
+	}
+	changed := false
+	for _, a := range arts {
+		name := a.MemberName()
+		if old, ok := x.kept[name]; ok && strings.EqualFold(old.SHA256, a.SHA256) {
+			continue
+		}
+		ent := a
+		switch {
+		case !validMemberName(ArtifactsDir + name):
+			ent.Missing = "invalid name"
+		case x.keptBytes+a.Size > x.cfg.artifactBytes:
+			ent.Missing = fmt.Sprintf("not copied: the recording's artifact limit of %d bytes was reached", x.cfg.artifactBytes)
+			x.artSkip.Add(1)
+		default:
+			if err := x.keepCopy(&ent); err != nil {
+				ent.Missing = "not copied: " + err.Error()
+			} else {
+				x.keptBytes += ent.Size
+				x.artKept.Add(1)
+			}
+		}
+		if _, ok := x.kept[name]; !ok {
+			x.keptOrder = append(x.keptOrder, name)
+		}
+		x.kept[name] = &ent
+		changed = true
+	}
+	if changed {
+		if err := x.writeIndexLocked(); err != nil {
+			x.ec.Logger().Warn("flight: artifact index failed", "err", err)
+		}
+	}
+}
+
+// keepCopy makes the recording's own copy of a under artifacts/: a hard
+// link when the file is on the same file system, else a copy whose
+// SHA-256 is checked. It sets a.Kept.
+func (x *Extension) keepCopy(a *IndexedArtifact) error {
+	rel := ArtifactsDir + a.MemberName()
+	dst := filepath.Join(x.dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp")
+	os.Remove(tmp)
+	if err := os.Link(a.Path, tmp); err != nil {
+		if err := copyFile(a.Path, tmp, a.SHA256); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	a.Kept = rel
+	return nil
+}
+
+// copyFile copies the regular file src to dst (mode 0600) and checks that
+// the copy's SHA-256 is wantSHA256 when that is set.
+func copyFile(src, dst, wantSHA256 string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		if err == nil {
+			err = errors.New("not a regular file")
+		}
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && wantSHA256 != "" && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), wantSHA256) {
+		err = errors.New("changed since it was listed")
+	}
+	return err
+}
+
+// writeIndexLocked writes artifacts.json. artMu must be held.
+func (x *Extension) writeIndexLocked() error {
+	arts := make([]*IndexedArtifact, 0, len(x.keptOrder))
+	for _, n := range x.keptOrder {
+		arts = append(arts, x.kept[n])
+	}
+	data, err := json.MarshalIndent(arts, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(x.dir, ArtifactsIndexName), data)
+}
+
+// keptArtifacts returns a copy of the artifact index.
+func (x *Extension) keptArtifacts() []IndexedArtifact {
+	x.artMu.Lock()
+	defer x.artMu.Unlock()
+	out := make([]IndexedArtifact, 0, len(x.keptOrder))
+	for _, n := range x.keptOrder {
+		out = append(out, *x.kept[n])
+	}
+	return out
+}
+
+// evictRecordings deletes the oldest recordings under the root directory
+// past the limits of WithRecordingLimits. Recordings in use (locked) are
+// counted but never deleted; the recorder's own one is locked.
+func (x *Extension) evictRecordings() {
+	root := x.cfg.dir
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	type rec struct {
+		dir     string
+		created time.Time
+		size    int64
+	}
+	var recs []rec
+	var total int64
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		info, err := ReadRecordingInfo(dir)
+		if err != nil {
+			continue // not a recording: never touched
+		}
+		r := rec{dir: dir, created: info.Created, size: dirSize(dir)}
+		total += r.size
+		recs = append(recs, r)
+	}
+	if len(recs) <= x.cfg.maxRecordings && total <= x.cfg.recordingBytes {
+		return
+	}
+	slices.SortFunc(recs, func(a, b rec) int { return a.created.Compare(b.created) })
+	count := len(recs)
+	for _, r := range recs {
+		if count <= x.cfg.maxRecordings && total <= x.cfg.recordingBytes {
+			break
+		}
+		if r.dir == x.dir || recordingInUse(r.dir) {
+			continue
+		}
+		if err := os.RemoveAll(r.dir); err != nil {
+			x.ec.Logger().Warn("flight: evicting an old recording", "dir", r.dir, "err", err)
+			continue
+		}
+		x.ec.Logger().Info("flight: evicted an old recording", "dir", r.dir, "bytes", r.size)
+		count--
+		total -= r.size
+	}
+}
+
+// dirSize returns the bytes of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
