@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fsizeChildEnv) != "" {
 		os.Exit(runFsizeChild())
 	}
+	if os.Getenv(artifactChildEnv) != "" {
+		os.Exit(runArtifactChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 
