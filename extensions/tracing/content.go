@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/jsonenc"
+	"github.com/harnessx/harnessx/internal/redact"
 )
 
 // recorder collects the attributes of one span and the keys of the values
@@ -73,13 +75,27 @@ func (e *Extension) process(key, v string) (string, bool) {
 // processCounted is process that also reports whether the redactor changed
 // v and how many bytes were cut.
 func (e *Extension) processCounted(key, v string) (out string, redacted bool, cut int) {
+	if e.red != nil {
+		// The conversation comes from the history cache, which redacts
+		// each message once, when it is first encoded.
+		pre, changed := false, false
+		if key == string(semconv.GenAIInputMessagesKey) {
+			pre, changed = e.history.redactedOutput(v)
+		}
+		if !pre {
+			r := e.red.String(v)
+			changed = r != v
+			v = r
+		}
+		redacted = changed
+	}
 	if e.cfg.redact != nil {
 		r := e.cfg.redact(key, v)
-		if r != v {
-			redacted = true
-			e.stats.redacted.Add(1)
-		}
+		redacted = redacted || r != v
 		v = r
+	}
+	if redacted {
+		e.stats.redacted.Add(1)
 	}
 	if len(v) <= e.cfg.maxBytes {
 		return v, redacted, 0
@@ -249,11 +265,21 @@ func (e *Extension) putBuf(b *[]byte) {
 // the identity, and the encoding restarts from the first difference. It is
 // guarded by a mutex: an agent's model requests are sequential, so it is
 // not contended.
+//
+// With the built-in secret rules on (red not nil), each message is
+// redacted once, when it is encoded, and the output is redacted as a
+// whole: [historyCache.redactedOutput] recognizes it.
 type historyCache struct {
-	mu   sync.Mutex
-	ids  []msgID
-	ends []int  // ends[i] is len(buf) after message i
-	buf  []byte // "[" then the messages, comma-separated, without the "]"
+	mu      sync.Mutex
+	red     *redact.Redactor // read-only after New
+	ids     []msgID
+	ends    []int  // ends[i] is len(buf) after message i
+	changed []bool // changed[i]: the rules changed message i
+	buf     []byte // "[" then the messages, comma-separated, without the "]"
+	// last is the last output, and lastChanged whether the rules changed
+	// any of its messages.
+	last        string
+	lastChanged bool
 }
 
 // maxHistoryBytes bounds the encoding the cache keeps between requests.
@@ -281,7 +307,7 @@ func (h *historyCache) encode(msgs []harness.Message) string {
 	for k < len(msgs) && k < len(h.ids) && h.ids[k] == idOf(&msgs[k]) {
 		k++
 	}
-	h.ids, h.ends = h.ids[:k], h.ends[:k]
+	h.ids, h.ends, h.changed = h.ids[:k], h.ends[:k], h.changed[:k]
 	if k == 0 {
 		h.buf = append(h.buf[:0], '[')
 	} else {
@@ -291,17 +317,40 @@ func (h *historyCache) encode(msgs []harness.Message) string {
 		if i > 0 {
 			h.buf = append(h.buf, ',')
 		}
+		start := len(h.buf)
 		h.buf = appendMessage(h.buf, &msgs[i], "")
+		changed := false
+		if h.red != nil && redact.MayContainSecret(h.buf[start:]) {
+			enc := string(h.buf[start:])
+			if r := h.red.String(enc); r != enc {
+				h.buf = append(h.buf[:start], r...)
+				changed = true
+			}
+		}
 		h.ids = append(h.ids, idOf(&msgs[i]))
 		h.ends = append(h.ends, len(h.buf))
+		h.changed = append(h.changed, changed)
 	}
 	h.buf = append(h.buf, ']')
 	out := string(h.buf)
 	h.buf = h.buf[:len(h.buf)-1]
+	h.last, h.lastChanged = out, slices.Contains(h.changed, true)
 	if len(h.buf) > maxHistoryBytes {
-		h.ids, h.ends, h.buf = nil, nil, nil
+		h.ids, h.ends, h.changed, h.buf = nil, nil, nil, nil
 	}
 	return out
+}
+
+// redactedOutput reports whether v is the last output of encode, whose
+// messages are redacted already, and whether the rules changed any.
+// Comparing v with that output costs nothing when v is that string.
+func (h *historyCache) redactedOutput(v string) (ok, changed bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.red == nil || v != h.last {
+		return false, false
+	}
+	return true, h.lastChanged
 }
 
 // ---- JSON in the OpenTelemetry GenAI parts schema ----

@@ -75,11 +75,43 @@
 // [WithCaptureContent](false) turns that off, and so does the environment
 // variable OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false (or 0,
 // no) when the option is not given; then only structure, usage and keys are
-// recorded. Every captured value passes through the [WithRedactor] function
-// before it is set, then is capped at [WithMaxAttributeBytes]: a longer value
-// is cut, and a marker with its full length and SHA-256 is appended, so the
-// cut is visible; the span lists the cut keys in harnessx.truncated and
-// [Extension.Stats] counts them.
+// recorded. Every captured value (system instructions, input and output
+// messages, tool definitions, tool call arguments and results, error
+// messages) passes through the built-in secret rules, then through the
+// [WithRedactor] function, before it is set, then is capped at
+// [WithMaxAttributeBytes]: a longer value is cut, and a marker with its full
+// length and SHA-256 is appended, so the cut is visible; the span lists the
+// cut keys in harnessx.truncated and [Extension.Stats] counts them.
+//
+// # Secrets
+//
+// The built-in secret rules are on by default and are the ones the flight
+// recorder applies; [WithBuiltinRedaction](false) turns them off. Each
+// secret found is replaced by a marker naming its rule:
+//
+//   - private-key: a whole PEM private key block (-----BEGIN … PRIVATE
+//     KEY----- to -----END … PRIVATE KEY-----);
+//   - anthropic-key, openai-key: provider API keys (sk-ant-…, sk-…);
+//   - url-password: the password of a URL or connection string
+//     (postgres://user:pass@host, mysql://, redis://:pass@host,
+//     https://user:pass@host), keeping the user and host;
+//   - bearer-token: the token after "Bearer";
+//   - aws-access-key, aws-secret-key: AWS key IDs (AKIA…, ASIA…) and
+//     secret keys;
+//   - secret-json-field: the string value of a JSON member whose name
+//     contains key, token, secret or passw ("api_key": "…"), also in JSON
+//     text inside a JSON string (\"api_key\": \"…\");
+//   - secret-assignment: the value, quoted or not, assigned to such a name
+//     in env files and shells (DB_PASSWORD=…, export X="…"), YAML
+//     (client_secret: …), TOML (api_key = '…'), query strings
+//     (?api_key=…&token=…) and HTTP headers (X-Api-Key: …,
+//     Authorization: Basic …).
+//
+// Names of counters (…tokens) and the prompt-cache prefix key are not
+// secret. Text without any of the words the rules start from costs one
+// pass over its bytes and no allocation; the system instructions and tool
+// definitions are redacted once while they do not change, and each message
+// of the conversation once, when it is first recorded.
 //
 // # Context
 //

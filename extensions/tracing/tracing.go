@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/redact"
 )
 
 // ExtensionName is the name the extension installs under.
@@ -65,7 +66,8 @@ type Option func(*config)
 // config holds the extension's settings. Defaults:
 //   - tracer provider: otel.GetTracerProvider() at Install time;
 //   - content capture on, unless CaptureContentEnv says otherwise;
-//   - no redactor;
+//   - the built-in secret rules on (internal/redact, the rules the flight
+//     recorder applies), no redactor function;
 //   - max attribute bytes DefaultMaxAttributeBytes (64 KiB);
 //   - provider name from the provider (harness.ProviderNamer), else
 //     learnt from the responses ("unknown" until then);
@@ -76,6 +78,7 @@ type config struct {
 	capture      bool
 	captureSet   bool
 	redact       func(key, value string) string
+	noBuiltin    bool
 	maxBytes     int
 	providerName string
 	promptKeys   bool
@@ -99,7 +102,8 @@ func WithCaptureContent(on bool) Option {
 }
 
 // WithRedactor sets a function that every captured string value passes
-// through before it is set on a span; key is the attribute key (error
+// through, after the built-in secret rules ([WithBuiltinRedaction]), before
+// it is set on a span; key is the attribute key (error
 // messages used as span status descriptions pass with the key
 // "otel.status_description"). It must be safe for concurrent use (tool
 // calls run in parallel), fast and deterministic: the encoded system
@@ -107,6 +111,18 @@ func WithCaptureContent(on bool) Option {
 // it changes are counted in [Stats].Redacted.
 func WithRedactor(r func(key, value string) string) Option {
 	return func(c *config) { c.redact = r }
+}
+
+// WithBuiltinRedaction turns the built-in secret rules on or off. Default
+// on: every captured value (system instructions, input and output
+// messages, tool definitions, tool call arguments and results, error
+// messages) has its secrets replaced by markers such as
+// [REDACTED:anthropic-key] before it is set, by the rules the flight
+// recorder applies (see the package documentation). A [WithRedactor]
+// function runs after them either way. Values they change are counted in
+// [Stats].Redacted.
+func WithBuiltinRedaction(on bool) Option {
+	return func(c *config) { c.noBuiltin = !on }
 }
 
 // WithMaxAttributeBytes caps each captured value at n bytes (after the
@@ -152,8 +168,11 @@ type Extension struct {
 	// cache holds encodings that rarely change between requests.
 	cache encCache
 	names nameCache
+	// red applies the built-in secret rules; nil when they are off.
+	red *redact.Redactor
 	// history keeps the encoding of the conversation so far: each model
-	// request encodes only the messages added since the previous one.
+	// request encodes (and redacts) only the messages added since the
+	// previous one.
 	history historyCache
 	bufs    sync.Pool // *[]byte
 	kvs     sync.Pool // *[]attribute.KeyValue
@@ -174,6 +193,10 @@ func New(opts ...Option) *Extension {
 	e := &Extension{cfg: config{capture: true, maxBytes: DefaultMaxAttributeBytes}}
 	for _, o := range opts {
 		o(&e.cfg)
+	}
+	if !e.cfg.noBuiltin {
+		e.red = redact.Builtin()
+		e.history.red = e.red
 	}
 	e.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
 	e.kvs.New = func() any { kv := make([]attribute.KeyValue, 0, 48); return &kv }
@@ -244,7 +267,8 @@ type Stats struct {
 	Runs, ModelRequests, ToolCalls int64
 	// Errors counts spans ended with status Error.
 	Errors int64
-	// Redacted counts captured values that the redactor changed.
+	// Redacted counts captured values that the built-in secret rules or
+	// the redactor function changed.
 	Redacted int64
 	// Truncated counts captured values cut at the attribute cap, and
 	// TruncatedBytes the bytes cut from them.
