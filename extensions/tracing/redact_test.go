@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/harnessx/harnessx/extensions/tracing"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
@@ -163,4 +166,15 @@ func TestHistoryRedactedOnce(t *testing.T) {
 	if chats != 6 {
 		t.Errorf("%d chat spans", chats)
 	}
+}
+
+// BenchmarkTracedRunWithoutBuiltinRedaction is BenchmarkTracedRun with the
+// built-in secret rules off: the difference is their cost on secret-free
+// content.
+func BenchmarkTracedRunWithoutBuiltinRedaction(b *testing.B) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	a := benchAgent(b, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp), tracing.WithBuiltinRedaction(false))))
+	runLoop(b, a, exp.Reset)
 }
