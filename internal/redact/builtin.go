@@ -225,10 +225,9 @@ func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
 					g = 3
 				}
 				vs, ve = q+loc[2*g], q+loc[2*g+1]
-				if IsMarker(s[vs:ve]) {
-					return 0, 0, "", false
+				if !IsMarker(s[vs:ve]) {
+					return vs, ve, RuleSecretJSON, true
 				}
-				return vs, ve, RuleSecretJSON, true
 			}
 			break
 		}
