@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(artifactChildEnv) != "" {
 		os.Exit(runArtifactChild())
 	}
+	if os.Getenv(windowChildEnv) != "" {
+		os.Exit(runWindowChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 

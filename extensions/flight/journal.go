@@ -97,13 +97,18 @@ type Journal struct {
 	dropped uint64
 	lost    uint64 // lines lost to write errors
 	werr    error  // error of the last write, nil once one succeeds
+	overdue      time.Duration // 4 × FlushInterval
+	pendingSince time.Time     // when buf became non-empty
 
 	kick  chan struct{}   // an append made buf non-empty
 	flush chan chan error // explicit flush requests
 	stop  chan struct{}
 	done  chan struct{}
 
-	// owned by the writer goroutine
+	// wmu serializes writes: the writer goroutine's, or an appender's
+	// when the writer is late. It guards the fields below.
+	wmu     sync.Mutex
+	stopped bool
 	spare   []byte
 	f       *os.File
 	segN    int
@@ -141,6 +146,7 @@ func OpenJournal(dir string, opts JournalOptions) (*Journal, error) {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
+	j.overdue = 4 * opts.FlushInterval
 	names, err := Segments(dir)
 	if err != nil {
 		return nil, err
@@ -162,7 +168,11 @@ func OpenJournal(dir string, opts JournalOptions) (*Journal, error) {
 func (j *Journal) Dir() string { return j.dir }
 
 // Append queues line, which must be one complete JSON line ending in a
-// newline. It copies line and never blocks on the disk. It reports false
+// newline. It copies line and does not wait for the disk: the writer
+// goroutine writes the batch. Only when that goroutine is late (the
+// batch waits for more than four FlushIntervals, as when the process is
+// starved of CPU) and not writing does Append write the batch itself, one
+// write(2), so that what a crash can lose stays bounded. It reports false
 // when the line was dropped: the journal is closed or MaxPending bytes
 // are already waiting.
 func (j *Journal) Append(line []byte) bool {
@@ -172,7 +182,12 @@ func (j *Journal) Append(line []byte) bool {
 		j.mu.Unlock()
 		return false
 	}
+	now := time.Now()
 	first := len(j.buf) == 0
+	if first {
+		j.pendingSince = now
+	}
+	overdue := !first && now.Sub(j.pendingSince) > j.overdue
 	j.buf = append(j.buf, line...)
 	j.mu.Unlock()
 	if first {
@@ -180,6 +195,14 @@ func (j *Journal) Append(line []byte) bool {
 		case j.kick <- struct{}{}:
 		default:
 		}
+	}
+	if overdue && j.wmu.TryLock() {
+		// The writer goroutine is late (starved of CPU): write the batch
+		// here, so that a crash cannot lose more.
+		if !j.stopped {
+			j.writePending()
+		}
+		j.wmu.Unlock()
 	}
 	return true
 }
@@ -270,12 +293,15 @@ func (j *Journal) writer() {
 		case <-j.stop:
 			timer.Stop()
 			j.writeBatch()
+			j.wmu.Lock()
+			j.stopped = true
 			if j.f != nil {
 				if err := j.f.Close(); err != nil {
 					j.setErr(err)
 				}
 				j.f = nil
 			}
+			j.wmu.Unlock()
 			return
 		}
 	}
@@ -287,9 +313,23 @@ func (j *Journal) setErr(err error) {
 	j.mu.Unlock()
 }
 
-// writeBatch swaps the pending buffer and writes it. Writer goroutine only.
-// It returns the journal's write error state after the write.
+// writeBatch writes the pending lines, then calls AfterWrite. Writer
+// goroutine only. It returns the journal's write error state after the
+// write.
 func (j *Journal) writeBatch() error {
+	j.wmu.Lock()
+	j.writePending()
+	j.wmu.Unlock()
+	if j.opts.AfterWrite != nil {
+		j.opts.AfterWrite()
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.werr
+}
+
+// writePending swaps the pending buffer and writes it. wmu must be held.
+func (j *Journal) writePending() {
 	j.mu.Lock()
 	batch := j.buf
 	j.buf = j.spare[:0]
@@ -303,15 +343,9 @@ func (j *Journal) writeBatch() error {
 		}
 	}
 	j.spare = batch[:0]
-	if j.opts.AfterWrite != nil {
-		j.opts.AfterWrite()
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.werr
 }
 
-// failed records a failed write that lost n lines. Writer goroutine only.
+// failed records a failed write that lost n lines. wmu must be held.
 func (j *Journal) failed(err error, n int) {
 	j.mu.Lock()
 	j.werr = fmt.Errorf("flight: journal: %w", err)
@@ -326,7 +360,7 @@ func (j *Journal) failed(err error, n int) {
 	}
 }
 
-// recovered records a successful write. Writer goroutine only.
+// recovered records a successful write. wmu must be held.
 func (j *Journal) recovered() {
 	if !j.failing {
 		return
