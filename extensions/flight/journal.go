@@ -91,12 +91,12 @@ type Journal struct {
 	dir  string
 	opts JournalOptions
 
-	mu      sync.Mutex
-	buf     []byte // pending lines
-	closed  bool
-	dropped uint64
-	lost    uint64 // lines lost to write errors
-	werr    error  // error of the last write, nil once one succeeds
+	mu           sync.Mutex
+	buf          []byte // pending lines
+	closed       bool
+	dropped      uint64
+	lost         uint64        // lines lost to write errors
+	werr         error         // error of the last write, nil once one succeeds
 	overdue      time.Duration // 4 × FlushInterval
 	pendingSince time.Time     // when buf became non-empty
 
