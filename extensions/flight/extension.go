@@ -95,6 +95,7 @@ type Extension struct {
 	traces    map[trace.TraceID]struct{} // trace IDs of the recent runs
 	traceRing []trace.TraceID            // the same, oldest first from traceNext
 	traceNext int
+	traceCap  int // maxTraces; smaller in tests
 	lock      *os.File // holds the recording's lock while it is in use
 
 	ec        *harness.ExtensionContext
@@ -192,7 +193,7 @@ func New(opts ...Option) *Extension {
 		ring:       make([][]byte, c.ringSize),
 		scratch:    make([]byte, 0, 4096),
 		traces:     map[trace.TraceID]struct{}{},
-		traceRing:  make([]trace.TraceID, 0, maxTraces),
+		traceCap:   maxTraces,
 		snapKick:   make(chan struct{}, 1),
 		snapStop:   make(chan struct{}),
 		snapDone:   make(chan struct{}),
@@ -600,12 +601,12 @@ func (x *Extension) noteTraceLocked(id trace.TraceID) {
 	if _, ok := x.traces[id]; ok {
 		return
 	}
-	if len(x.traceRing) < maxTraces {
+	if len(x.traceRing) < x.traceCap {
 		x.traceRing = append(x.traceRing, id)
 	} else {
 		delete(x.traces, x.traceRing[x.traceNext])
 		x.traceRing[x.traceNext] = id
-		x.traceNext = (x.traceNext + 1) % maxTraces
+		x.traceNext = (x.traceNext + 1) % x.traceCap
 	}
 	x.traces[id] = struct{}{}
 }
