@@ -95,7 +95,7 @@ type Extension struct {
 	traces    map[trace.TraceID]struct{} // trace IDs of the recent runs
 	traceRing []trace.TraceID            // the same, oldest first from traceNext
 	traceNext int
-	traceCap  int // maxTraces; smaller in tests
+	traceCap  int      // maxTraces; smaller in tests
 	lock      *os.File // holds the recording's lock while it is in use
 
 	ec        *harness.ExtensionContext
