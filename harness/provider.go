@@ -95,7 +95,33 @@ type ModelResponse struct {
 	// FirstChunkAt is when the first streamed chunk arrived; zero when the
 	// reply was not streamed.
 	FirstChunkAt time.Time
+	// Sent holds the parameters the provider actually sent, which may
+	// differ from the request's: a default the provider filled in, a
+	// parameter it left out. The zero value means the provider did not
+	// say; observers then fall back to the [ModelRequest].
+	Sent RequestParams
 }
+
+// RequestParams are the invocation parameters a provider sent with one
+// request (see [ModelResponse.Sent]). They are plain values, so that
+// reporting them costs no allocation. A provider that reports them sets
+// Model; a zero RequestParams means the provider did not say.
+type RequestParams struct {
+	// Model is the model name sent.
+	Model string
+	// MaxTokens is the bound on the reply sent; 0 when none was sent.
+	MaxTokens int
+	// Temperature is the sampling temperature sent, when HasTemperature.
+	Temperature float64
+	// HasTemperature says whether a temperature was sent.
+	HasTemperature bool
+	// Stream says whether the reply was requested as a stream.
+	Stream bool
+}
+
+// IsZero reports whether p is the zero RequestParams: the provider did not
+// report what it sent.
+func (p RequestParams) IsZero() bool { return p == RequestParams{} }
 
 // RetryableError is implemented by provider errors that may succeed when
 // the request is sent again. See [WithRetry].

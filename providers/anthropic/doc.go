@@ -17,7 +17,9 @@
 // definitions keep their JSON schema. max_tokens is required by the API:
 // the request's MaxTokens, else [WithDefaultMaxTokens], else
 // [DefaultMaxTokens]. Temperature is not sent, because the API version the
-// SDK speaks rejects sampling parameters.
+// SDK speaks rejects sampling parameters. The response's Sent says what
+// was sent (the max_tokens default included, no temperature), so traces
+// show the parameters the model really had.
 //
 // Thinking ([WithThinking], [WithAdaptiveThinking]) comes back as reasoning
 // parts. The API requires the thinking blocks of a tool-use turn to be sent

@@ -169,6 +169,10 @@ func (p *Provider) ProviderName() string { return Name }
 // which errors.Is(err, context.Canceled) holds. Errors are [*APIError],
 // [*ConnectionError], [*StreamError] or wrap ErrInvalidRequest for a
 // request that cannot be mapped.
+//
+// The response's Sent reports the parameters sent: the model, max_tokens
+// (the request's, else the default), whether it streamed, and never a
+// temperature, which this API version does not take.
 func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
 	params, err := p.params(req)
 	if err != nil {
@@ -177,9 +181,21 @@ func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*ha
 	if err := ctx.Err(); err != nil {
 		return nil, apierr.Canceled(Name, ctx)
 	}
+	var resp *harness.ModelResponse
 	if req.Stream {
-		return p.stream(ctx, params)
+		resp, err = p.stream(ctx, params)
+	} else {
+		resp, err = p.generate(ctx, params)
 	}
+	if err != nil {
+		return nil, err
+	}
+	resp.Sent = sentParams(&params, req.Stream)
+	return resp, nil
+}
+
+// generate sends params without streaming.
+func (p *Provider) generate(ctx context.Context, params sdk.MessageNewParams) (*harness.ModelResponse, error) {
 	msg, err := p.client.Messages.New(ctx, params)
 	if err != nil {
 		return nil, p.wrapErr(ctx, err)

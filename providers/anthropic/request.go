@@ -91,6 +91,18 @@ func (p *Provider) params(req *harness.ModelRequest) (sdk.MessageNewParams, erro
 	return params, nil
 }
 
+// sentParams reports the invocation parameters of params, as
+// [harness.ModelResponse.Sent]: the model, the max_tokens sent (the
+// request's or the default) and streaming. The Messages API version the SDK
+// speaks takes no temperature, so none is reported.
+func sentParams(params *sdk.MessageNewParams, stream bool) harness.RequestParams {
+	return harness.RequestParams{
+		Model:     string(params.Model),
+		MaxTokens: int(params.MaxTokens),
+		Stream:    stream,
+	}
+}
+
 // blocks converts the parts of m.
 func (p *Provider) blocks(m *harness.Message) []sdk.ContentBlockParamUnion {
 	out := make([]sdk.ContentBlockParamUnion, 0, len(m.Content))

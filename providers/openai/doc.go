@@ -17,7 +17,8 @@
 // message per result. Chat Completions has no is_error field, so an error
 // result's content starts with "Error: ". Tool definitions keep their JSON
 // schema as function parameters. MaxTokens is sent as
-// max_completion_tokens, Temperature as temperature. Reasoning parts are
+// max_completion_tokens, Temperature as temperature, each only when set;
+// the response's Sent says what was sent. Reasoning parts are
 // not sent back, whatever their ProviderData: the API does not accept them. Replies with a
 // reasoning_content field (OpenAI-compatible servers) give a reasoning part.
 //

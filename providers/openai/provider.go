@@ -130,6 +130,10 @@ func (p *Provider) ProviderName() string { return Name }
 // context.Canceled) holds. Errors are [*APIError], [*ConnectionError],
 // [*StreamError] or wrap ErrInvalidRequest for a request that cannot be
 // mapped.
+//
+// The response's Sent reports the parameters sent: the model,
+// max_completion_tokens and temperature when the request set them, and
+// whether it streamed.
 func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
 	params, err := p.params(req)
 	if err != nil {
@@ -138,9 +142,21 @@ func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*ha
 	if err := ctx.Err(); err != nil {
 		return nil, apierr.Canceled(Name, ctx)
 	}
+	var resp *harness.ModelResponse
 	if req.Stream {
-		return p.stream(ctx, params)
+		resp, err = p.stream(ctx, params)
+	} else {
+		resp, err = p.generate(ctx, params)
 	}
+	if err != nil {
+		return nil, err
+	}
+	resp.Sent = sentParams(&params, req.Stream)
+	return resp, nil
+}
+
+// generate sends params without streaming.
+func (p *Provider) generate(ctx context.Context, params sdk.ChatCompletionNewParams) (*harness.ModelResponse, error) {
 	c, err := p.client.Chat.Completions.New(ctx, params)
 	if err != nil {
 		return nil, p.wrapErr(ctx, err)

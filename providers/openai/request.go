@@ -103,6 +103,19 @@ func (p *Provider) params(req *harness.ModelRequest) (sdk.ChatCompletionNewParam
 	return params, nil
 }
 
+// sentParams reports the invocation parameters of params, as
+// [harness.ModelResponse.Sent]: the model, max_completion_tokens and
+// temperature when set, and streaming.
+func sentParams(params *sdk.ChatCompletionNewParams, stream bool) harness.RequestParams {
+	return harness.RequestParams{
+		Model:          params.Model,
+		MaxTokens:      int(params.MaxCompletionTokens.Or(0)),
+		Temperature:    params.Temperature.Or(0),
+		HasTemperature: params.Temperature.Valid(),
+		Stream:         stream,
+	}
+}
+
 func userMessage(m *harness.Message) (sdk.ChatCompletionMessageParamUnion, bool) {
 	var texts []string
 	for _, part := range m.Content {
