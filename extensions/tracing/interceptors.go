@@ -179,13 +179,30 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, name string, start time.Time, req *harness.ModelRequest, resp *harness.ModelResponse, err error) {
 	c := &e.cache
 
-	// The request, as the middleware left it.
-	r.kvs = append(r.kvs, semconv.GenAIRequestStream(req.Stream))
-	if req.MaxTokens > 0 {
-		r.kvs = append(r.kvs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
-	}
-	if req.Temperature != nil {
-		r.kvs = append(r.kvs, semconv.GenAIRequestTemperature(*req.Temperature))
+	// The invocation parameters: those the provider reports it sent (a
+	// default it filled in, without one it left out), else the request's,
+	// as the middleware left it.
+	reqModel := req.Model
+	if resp != nil && !resp.Sent.IsZero() {
+		sent := &resp.Sent
+		if sent.Model != "" {
+			reqModel = sent.Model
+		}
+		r.kvs = append(r.kvs, semconv.GenAIRequestStream(sent.Stream))
+		if sent.MaxTokens > 0 {
+			r.kvs = append(r.kvs, semconv.GenAIRequestMaxTokens(sent.MaxTokens))
+		}
+		if sent.HasTemperature {
+			r.kvs = append(r.kvs, semconv.GenAIRequestTemperature(sent.Temperature))
+		}
+	} else {
+		r.kvs = append(r.kvs, semconv.GenAIRequestStream(req.Stream))
+		if req.MaxTokens > 0 {
+			r.kvs = append(r.kvs, semconv.GenAIRequestMaxTokens(req.MaxTokens))
+		}
+		if req.Temperature != nil {
+			r.kvs = append(r.kvs, semconv.GenAIRequestTemperature(*req.Temperature))
+		}
 	}
 	if pk := &req.PrefixKey; !pk.Key.IsZero() {
 		key, msgs := hexPair(pk.Key, pk.Messages)
@@ -287,9 +304,9 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		r.kvs = append(r.kvs, KeyModelStatus.String("error"), semconv.ErrorTypeKey.String(typ))
 		e.setError(span, r, typ, err)
 	}
-	if n := e.names.name("chat", req.Model); n != name {
-		span.SetName(n) // a middleware changed the model
-		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n), semconv.GenAIRequestModel(req.Model))
+	if n := e.names.name("chat", reqModel); n != name {
+		span.SetName(n) // a middleware (or the provider) changed the model
+		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n), semconv.GenAIRequestModel(reqModel))
 	}
 	span.SetAttributes(r.finish()...)
 }
