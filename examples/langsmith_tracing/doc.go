@@ -4,9 +4,10 @@
 // The parent delegates to the child through harness.AgentTool; each agent
 // has its own tracing extension, so the child's run nests under the
 // parent's execute_tool span and LangSmith shows one tree: a chain for each
-// agent, an llm run for each model request (priced from ls_model_name,
-// ls_provider and the usage with cache and reasoning tokens) and a tool
-// run for each call.
+// agent, an llm run for each model request (with its invocation
+// parameters: model, max_tokens, temperature, streaming; priced from
+// ls_model_name, ls_provider and the usage with cache and reasoning
+// tokens) and a tool run for each call.
 //
 //	LANGSMITH_API_KEY=lsv2_... LANGSMITH_PROJECT=harnessx go run ./examples/langsmith_tracing
 //

@@ -94,6 +94,10 @@ func runAgents(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 	writer, err := harness.New(
 		harness.WithName("writer"),
 		harness.WithModel("claude-haiku-4-5"),
+		// Invocation parameters: each chat span records them, with the
+		// model and whether the reply streamed.
+		harness.WithMaxTokens(512),
+		harness.WithTemperature(0.7),
 		harness.WithSystemPrompt("You write two-sentence status summaries."),
 		harness.WithTools(lookup),
 		harness.WithProvider(harnesstest.NewScriptedProvider(
@@ -117,6 +121,8 @@ func runAgents(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 	coordinator, err := harness.New(
 		harness.WithName("coordinator"),
 		harness.WithModel("claude-sonnet-4-5"),
+		harness.WithMaxTokens(1024),
+		harness.WithTemperature(0.2),
 		harness.WithSystemPrompt("You coordinate status reports. Delegate writing to the writer."),
 		harness.WithTools(harness.AgentTool(writer, "writer", "Ask the writer subagent for a summary.")),
 		harness.WithProvider(harnesstest.NewScriptedProvider(

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
@@ -128,4 +130,58 @@ func checkSpans(t *testing.T, reqs []*coltracepb.ExportTraceServiceRequest) {
 	if root := byName["invoke_agent coordinator"]; root == nil || len(root.GetParentSpanId()) != 0 {
 		t.Errorf("invoke_agent coordinator is not the root")
 	}
+	checkInvocationParams(t, spans)
+}
+
+// checkInvocationParams checks that every chat span lists the invocation
+// parameters the agents set: model, max_tokens, temperature, streaming.
+func checkInvocationParams(t *testing.T, spans []*tracepb.Span) {
+	t.Helper()
+	want := map[string]map[string]string{
+		"chat claude-sonnet-4-5": {
+			"gen_ai.request.model": "claude-sonnet-4-5", "gen_ai.request.max_tokens": "1024",
+			"gen_ai.request.temperature": "0.2", "gen_ai.request.stream": "false",
+		},
+		"chat claude-haiku-4-5": {
+			"gen_ai.request.model": "claude-haiku-4-5", "gen_ai.request.max_tokens": "512",
+			"gen_ai.request.temperature": "0.7", "gen_ai.request.stream": "false",
+		},
+	}
+	chats := 0
+	for _, s := range spans {
+		w, ok := want[s.GetName()]
+		if !ok {
+			continue
+		}
+		chats++
+		got := map[string]string{}
+		for _, kv := range s.GetAttributes() {
+			if _, ok := w[kv.GetKey()]; ok {
+				got[kv.GetKey()] = anyString(kv.GetValue())
+			}
+		}
+		for k, v := range w {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q", s.GetName(), k, got[k], v)
+			}
+		}
+	}
+	if chats != 4 {
+		t.Errorf("%d chat spans with invocation parameters, want 4", chats)
+	}
+}
+
+// anyString renders an attribute value as the tests spell it.
+func anyString(v *commonpb.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.FormatFloat(x.DoubleValue, 'g', -1, 64)
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.FormatBool(x.BoolValue)
+	}
+	return v.String()
 }
