@@ -206,13 +206,14 @@ func TestShutdownStopsExports(t *testing.T) {
 			}
 
 			// The upload in flight is cancelled: its connection closes.
-			if tt.stalls && !waitFor(slack, func() bool { return got.stillOpen() == 0 }) {
-				t.Errorf("%d uploads still open %v after Shutdown returned", got.stillOpen(), slack)
+			const closeWithin = 500 * time.Millisecond
+			if tt.stalls && !waitFor(closeWithin, func() bool { return got.stillOpen() == 0 }) {
+				t.Errorf("%d uploads still open %v after Shutdown returned", got.stillOpen(), closeWithin)
 			}
 			// Nothing reaches the backend any more. A request written just
 			// before Shutdown cancelled it may be read by the server a
 			// moment later; the grace allows for that.
-			const grace = 100 * time.Millisecond
+			const grace = 250 * time.Millisecond
 			time.Sleep(watch)
 			if n, total := got.after(returned.Add(grace)); n > 0 {
 				t.Errorf("%d of %d requests reached the backend in the %v after Shutdown returned, want none", n, total, watch)
