@@ -199,6 +199,9 @@ func scanScalar(b []byte, i int) (int, byte) {
 		if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
 			return -1, 0 // fractions and exponents: leave them to the validator
 		}
+		if digits > 15 {
+			return -1, 0 // past float64's exact integers, and out of its range: the validator decides
+		}
 		return j, 'i'
 	}
 	return -1, 0

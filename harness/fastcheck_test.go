@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -53,6 +54,9 @@ func TestFlatCheckAgreesWithValidator(t *testing.T) {
 		{`{"ci\u0074y":"x"}`, false, true}, // escaped key goes to the validator
 		{`{"city":"x",}`, false, false},
 		{`{"city":"x","days":01}`, false, false},
+		{`{"city":"x","days":123456789012345}`, true, true},
+		{`{"city":"x","days":1234567890123456}`, false, true},                  // long numbers go to the validator,
+		{`{"city":"x","days":` + strings.Repeat("9", 400) + `}`, false, false}, // which rejects one out of float64's range
 		{`[]`, false, false},
 		{``, false, false},
 	}
@@ -101,4 +105,50 @@ func FuzzFlatCheck(f *testing.F) {
 			t.Fatalf("fast path accepted %q, which the validator rejects", in)
 		}
 	})
+}
+
+// TestValidateBoundsHugeValues checks that an invalid argument of 10 MB
+// gives an invalid-arguments error of bounded size, on a schema of the
+// fast path (which leaves the wording to the validator) and on schemas
+// only the validator judges; the error keeps its start and what the
+// schema wanted.
+func TestValidateBoundsHugeValues(t *testing.T) {
+	huge := strings.Repeat("a", 10<<20)
+	digits := strings.Repeat("1", 10<<20)
+	cases := []struct {
+		name, schema, in string
+		fast             bool
+		says             string
+	}{
+		{"fast: string for an integer", fastSchemas[0], `{"city":"x","days":"` + huge + `"}`, true, `want "integer"`},
+		{"fast: huge unknown property", fastSchemas[0], `{"city":"x","` + huge + `":1}`, true, "unexpected additional properties"},
+		{"fast: number out of range", fastSchemas[0], `{"city":"x","t":` + digits + `}`, true, "not valid JSON"},
+		{"enum", `{"type":"object","properties":{"op":{"type":"string","enum":["a","b"]}}}`, `{"op":"` + huge + `"}`, false, "does not equal any of: [a b]"},
+		{"maxLength", `{"type":"object","properties":{"s":{"type":"string","maxLength":3}}}`, `{"s":"` + huge + `"}`, false, "more than 3"},
+		{"pattern", `{"type":"object","properties":{"s":{"type":"string","pattern":"^x$"}}}`, `{"s":"` + huge + `"}`, false, `"^x$"`},
+		{"nested", `{"type":"object","properties":{"o":{"type":"object","properties":{"n":{"type":"integer"}}}}}`, `{"o":{"n":"` + huge + `"}}`, false, `want "integer"`},
+		{"array item", `{"type":"object","properties":{"l":{"type":"array","items":{"type":"integer"}}}}`, `{"l":[1,"` + huge + `"]}`, false, `want "integer"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tool := &Tool{Name: "t", InputSchema: json.RawMessage(c.schema), Handler: func(context.Context, json.RawMessage) (string, error) { return "", nil }}
+			if err := tool.prepare(); err != nil {
+				t.Fatal(err)
+			}
+			if (tool.fast != nil) != c.fast {
+				t.Fatalf("fast path: %v, want %v", tool.fast != nil, c.fast)
+			}
+			_, err := tool.validate(json.RawMessage(c.in))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if len(msg) > maxErrorText+100 {
+				t.Errorf("error is %d bytes; it starts %.200q", len(msg), msg)
+			}
+			if !strings.Contains(msg, c.says) || !strings.Contains(msg, "bytes cut]") {
+				t.Errorf("error %q lacks %q or the cut note", msg, c.says)
+			}
+		})
+	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -113,12 +115,53 @@ func (t *Tool) validate(input json.RawMessage) (json.RawMessage, error) {
 	}
 	var v any
 	if err := json.Unmarshal(input, &v); err != nil {
-		return input, fmt.Errorf("arguments are not valid JSON: %v", err)
+		return input, errors.New("arguments are not valid JSON: " + boundText(err.Error()))
 	}
 	if err := t.schema.Validate(v); err != nil {
-		return input, fmt.Errorf("arguments do not match the schema: %v", err)
+		return input, errors.New("arguments do not match the schema: " + boundText(err.Error()))
 	}
 	return input, nil
+}
+
+// maxErrorText bounds the text of an invalid-arguments error. The schema
+// validator and encoding/json quote the offending value in full, and a
+// model may send a value of megabytes: the error result must stay small.
+const maxErrorText = 1024
+
+// boundText returns s when it is at most maxErrorText bytes, and otherwise
+// its start and its end (where the validator says what was wanted) around
+// a note of how much was cut, on UTF-8 boundaries.
+func boundText(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	head, tail := maxErrorText/2, len(s)-maxErrorText/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + " … [" + strconv.Itoa(tail-head) + " bytes cut] … " + s[tail:]
+}
+
+// boundedError is an error whose text boundText cut. It unwraps to the
+// original error.
+type boundedError struct {
+	err error
+	msg string
+}
+
+func (e *boundedError) Error() string { return e.msg }
+func (e *boundedError) Unwrap() error { return e.err }
+
+// bound returns err, or an error with its text bounded by boundText that
+// wraps it.
+func bound(err error) error {
+	if msg := err.Error(); len(msg) > maxErrorText {
+		return &boundedError{err: err, msg: boundText(msg)}
+	}
+	return err
 }
 
 // NewTool builds a tool from a typed function. The input schema is inferred
@@ -148,7 +191,10 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		Handler: func(ctx context.Context, input json.RawMessage) (string, error) {
 			var in In
 			if err := json.Unmarshal(input, &in); err != nil {
-				return "", &InputError{Err: err}
+				// An input that the schema accepts may still not decode
+				// (an integral number of a 10 MB literal for an int field);
+				// the error quotes the value, so its text is bounded.
+				return "", &InputError{Err: bound(err)}
 			}
 			out, err := fn(ctx, in)
 			if err != nil {

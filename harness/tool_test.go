@@ -188,3 +188,51 @@ func TestNonConcurrentToolsRunOneAtATime(t *testing.T) {
 		t.Errorf("peak = %d, want 1", peak.Load())
 	}
 }
+
+// TestHugeInvalidArgumentsGiveBoundedErrors checks that a call whose
+// argument is an invalid value of 10 MB comes back to the model as an
+// error result of bounded size: rejected by the schema (a schema of the
+// fast path, and one only the validator judges), or accepted by it but
+// not decodable into the tool's input type.
+func TestHugeInvalidArgumentsGiveBoundedErrors(t *testing.T) {
+	type countIn struct {
+		N int `json:"n"`
+	}
+	count := harness.MustTool(harness.NewTool("count", "", func(_ context.Context, in countIn) (string, error) {
+		return "counted", nil
+	}))
+	pick := &harness.Tool{
+		Name: "pick", InputSchema: json.RawMessage(`{"type":"object","properties":{"op":{"type":"string","enum":["a","b"]}},"required":["op"]}`),
+		Handler: func(context.Context, json.RawMessage) (string, error) { return "picked", nil },
+	}
+	huge := strings.Repeat("a", 10<<20)
+	cases := []struct {
+		name, tool, input, says string
+	}{
+		{"fast-path schema", "count", `{"n":"` + huge + `"}`, `want "integer"`},
+		{"validator-only schema", "pick", `{"op":"` + huge + `"}`, "does not equal any of"},
+		// 1e300 with a fraction of 10 MB zeros is an integer to the schema
+		// but not an int to encoding/json.
+		{"decode after the schema", "count", `{"n":1` + strings.Repeat("0", 300) + "." + strings.Repeat("0", 10<<20) + `}`, "cannot unmarshal number"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := ht.NewScriptedProvider(ht.CallTool("c1", c.tool, json.RawMessage(c.input)), ht.Reply("recovered"))
+			a := newAgent(t, p, harness.WithTools(count, pick))
+			res, err := a.Run(context.Background(), "go")
+			if err != nil || res.Text != "recovered" {
+				t.Fatalf("run: %v", err)
+			}
+			tr := res.Messages[2].Content[0].ToolResult
+			if !tr.IsError || tr.Status != harness.ToolInvalid {
+				t.Fatalf("result status %s, error %v; want an invalid-arguments error", tr.Status, tr.IsError)
+			}
+			if len(tr.Content) > 2048 {
+				t.Errorf("error result is %d bytes; it starts %.200q", len(tr.Content), tr.Content)
+			}
+			if !strings.Contains(tr.Content, c.says) {
+				t.Errorf("error result %.300q lacks %q", tr.Content, c.says)
+			}
+		})
+	}
+}

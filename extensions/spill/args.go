@@ -3,9 +3,13 @@ package spill
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
+	"regexp/syntax"
 	"slices"
+	"strings"
 )
 
 // Operations of read_result.
@@ -75,25 +79,34 @@ var fieldsOf = map[string][]string{
 
 // parseArgs decodes and checks read_result arguments strictly: unknown
 // fields, fields that do not apply to the operation, bad values and
-// invalid regular expressions are *ArgError values naming the field.
+// invalid regular expressions are *ArgError values naming the field. Bad
+// values are quoted by a prefix (quote), and the request is decoded with
+// json.Unmarshal, which copies each value once, instead of a json.Decoder,
+// whose buffer grows to several times the size of a huge request.
 func parseArgs(data []byte) (*args, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var a args
-	if err := dec.Decode(&a); err != nil {
-		return nil, &ArgError{Reason: fmt.Sprintf("not a valid JSON object of read_result arguments: %v", err)}
+	// Unknown fields are looked for first: json.Unmarshal would fold the
+	// case of an unknown key to match it, in several copies of its size.
+	if json.Valid(data) {
+		if key, where, ok := unknownField(data); ok {
+			in := "read_result takes " + strings.Join(argFields, ", ")
+			if where {
+				in = "a where condition takes " + strings.Join(condFields, ", ")
+			}
+			return nil, &ArgError{Reason: fmt.Sprintf("unknown field %s; %s", quoteKey(key), in)}
+		}
 	}
-	if dec.More() {
-		return nil, &ArgError{Reason: "trailing data after the arguments"}
+	var a args
+	if err := json.Unmarshal(data, &a); err != nil {
+		return nil, &ArgError{Reason: "not a valid JSON object of read_result arguments: " + jsonError(err)}
 	}
 	if a.ID == "" {
 		return nil, &ArgError{Field: "id", Reason: "required: the id from the envelope, like res_0123456789abcdef01234567"}
 	}
 	if !ValidID(a.ID) {
-		return nil, &ArgError{Field: "id", Reason: fmt.Sprintf("%q is not a result id (ids look like res_0123456789abcdef01234567)", a.ID)}
+		return nil, &ArgError{Field: "id", Reason: fmt.Sprintf("%s is not a result id (ids look like res_0123456789abcdef01234567)", quote(a.ID))}
 	}
 	if !slices.Contains(ops, a.Op) {
-		return nil, &ArgError{Field: "op", Reason: fmt.Sprintf("%q is not an operation; use one of %v", a.Op, ops)}
+		return nil, &ArgError{Field: "op", Reason: fmt.Sprintf("%s is not an operation; use one of %v", quote(a.Op), ops)}
 	}
 	// An empty list is no list (so that a request round-trips).
 	if len(a.Where) == 0 {
@@ -126,7 +139,7 @@ func parseArgs(data []byte) (*args, error) {
 			a.Unit = "lines"
 		case "lines", "bytes":
 		default:
-			return nil, &ArgError{Field: "unit", Reason: fmt.Sprintf("%q: use \"lines\" or \"bytes\"", a.Unit)}
+			return nil, &ArgError{Field: "unit", Reason: fmt.Sprintf("%s: use \"lines\" or \"bytes\"", quote(a.Unit))}
 		}
 		if a.Limit == 0 {
 			a.Limit = defaultSliceLines
@@ -145,7 +158,7 @@ func parseArgs(data []byte) (*args, error) {
 			return nil, &ArgError{Field: "pattern", Reason: fmt.Sprintf("longer than %d bytes", maxPattern)}
 		}
 		if _, err := compilePattern(a.Pattern, a.IgnoreCase); err != nil {
-			return nil, &ArgError{Field: "pattern", Reason: fmt.Sprintf("invalid regular expression: %v", err)}
+			return nil, &ArgError{Field: "pattern", Reason: "invalid regular expression: " + regexpError(err)}
 		}
 		if a.Context < 0 || a.Context > maxContext {
 			return nil, &ArgError{Field: "context", Reason: fmt.Sprintf("must be 0 to %d lines", maxContext)}
@@ -176,7 +189,7 @@ func parseArgs(data []byte) (*args, error) {
 			return nil, &ArgError{Field: "column", Reason: "required: the numeric column to aggregate"}
 		}
 		if a.Func != "" && !slices.Contains(aggFuncs, a.Func) {
-			return nil, &ArgError{Field: "func", Reason: fmt.Sprintf("%q: use one of %v, or omit it for all", a.Func, aggFuncs)}
+			return nil, &ArgError{Field: "func", Reason: fmt.Sprintf("%s: use one of %v, or omit it for all", quote(a.Func), aggFuncs)}
 		}
 	}
 	if len(a.Where) > maxConditions {
@@ -189,7 +202,7 @@ func parseArgs(data []byte) (*args, error) {
 			return nil, &ArgError{Field: field, Reason: "column is required"}
 		}
 		if !slices.Contains(condOps, c.Op) {
-			return nil, &ArgError{Field: field, Reason: fmt.Sprintf("op %q: use one of %v", c.Op, condOps)}
+			return nil, &ArgError{Field: field, Reason: fmt.Sprintf("op %s: use one of %v", quote(c.Op), condOps)}
 		}
 		v := bytes.TrimSpace(c.Value)
 		if len(v) == 0 {
@@ -198,13 +211,225 @@ func parseArgs(data []byte) (*args, error) {
 		if v[0] == '{' || v[0] == '[' {
 			return nil, &ArgError{Field: field, Reason: "value must be a string, number, boolean or null"}
 		}
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, v); err != nil {
-			return nil, &ArgError{Field: field, Reason: fmt.Sprintf("value: %v", err)}
+		// A scalar has no insignificant space inside it, so v is already
+		// compact: it is kept as it is, not copied.
+		if !json.Valid(v) {
+			return nil, &ArgError{Field: field, Reason: "value is not valid JSON"}
 		}
-		c.Value = buf.Bytes()
+		c.Value = v
 	}
 	return &a, nil
+}
+
+// argFields and condFields are the JSON names of the fields of args and
+// condition.
+var (
+	argFields  = jsonNames(reflect.TypeFor[args]())
+	condFields = jsonNames(reflect.TypeFor[condition]())
+)
+
+func jsonNames(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}
+
+// unknownField returns the first key of the request data (valid JSON)
+// that names no field of args, or of a where condition, as written (quoted),
+// and whether it was in a condition. Keys match fields as encoding/json
+// matches them: exactly or ignoring case (bytes.EqualFold). It is what
+// json.Decoder.DisallowUnknownFields checks, without the decoder's buffer.
+func unknownField(data []byte) (key []byte, inWhere, found bool) {
+	objectFields(data, func(k, v []byte) bool {
+		name, ok := knownKey(k, argFields)
+		if !ok {
+			key, found = k, true
+			return false
+		}
+		if name != "where" {
+			return true
+		}
+		arrayElems(v, func(elem []byte) bool {
+			objectFields(elem, func(k, _ []byte) bool {
+				if _, ok := knownKey(k, condFields); !ok {
+					key, inWhere, found = k, true, true
+				}
+				return !found
+			})
+			return !found
+		})
+		return !found
+	})
+	return key, inWhere, found
+}
+
+// knownKey returns the name among names that the quoted JSON key k
+// matches.
+func knownKey(k []byte, names []string) (string, bool) {
+	raw := k[1 : len(k)-1]
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(k, &s) != nil {
+			return "", false
+		}
+		raw = []byte(s)
+	}
+	for _, n := range names {
+		if bytes.EqualFold(raw, []byte(n)) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// quoteKey quotes the JSON key k (quoted, as written) as quote does,
+// copying only the prefix it quotes unless k has escapes.
+func quoteKey(k []byte) string {
+	raw := k[1 : len(k)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return quotePrefix(string(raw[:min(len(raw), quoteMax+1)]), len(raw))
+	}
+	var s string
+	if json.Unmarshal(k, &s) != nil {
+		return quotePrefix(string(k[:min(len(k), quoteMax+1)]), len(k))
+	}
+	return quote(s)
+}
+
+// objectFields calls fn with each key (quoted, as written) and value of
+// the JSON object b, which must be valid JSON, until fn returns false. A
+// value that is not an object has no fields.
+func objectFields(b []byte, fn func(k, v []byte) bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+		if i >= len(b) || b[i] != '"' {
+			return
+		}
+		ks := i
+		i = skipString(b, i)
+		k := b[ks:i]
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return
+		}
+		i = skipSpace(b, i+1)
+		vs := i
+		i = skipValue(b, i)
+		if !fn(k, b[vs:i]) {
+			return
+		}
+	}
+}
+
+// arrayElems calls fn with each element of the JSON array b, which must
+// be valid JSON, until fn returns false. A value that is not an array has
+// no elements.
+func arrayElems(b []byte, fn func(v []byte) bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return
+	}
+	i++
+	for {
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+		if i >= len(b) || b[i] == ']' {
+			return
+		}
+		vs := i
+		i = skipValue(b, i)
+		if i == vs || !fn(b[vs:i]) {
+			return
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the end of the JSON string that starts at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the end of the valid JSON value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(b) && !strings.ContainsRune(",]} \t\r\n", rune(b[i])) {
+		i++
+	}
+	return i
+}
+
+// jsonError returns the text of a json.Unmarshal error with the value it
+// quotes (a number of any length, say) cut.
+func jsonError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		short := *te
+		short.Value = clip(te.Value, quoteMax)
+		short.Field = clip(te.Field, quoteMax)
+		return short.Error()
+	}
+	return clip(err.Error(), 2*quoteMax)
+}
+
+// regexpError returns the text of a regexp.Compile error with the part of
+// the pattern it quotes cut.
+func regexpError(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) && len(se.Expr) > quoteMax {
+		short := *se
+		short.Expr = cutUTF8(se.Expr, quoteMax) + "…"
+		return short.Error()
+	}
+	return clip(err.Error(), 2*quoteMax)
 }
 
 // compilePattern compiles a search pattern in multi-line mode, so that ^

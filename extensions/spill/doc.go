@@ -57,8 +57,8 @@
 // search, a bufio reader for slices and JSON lines, json.Decoder for JSON
 // arrays, encoding/csv for CSV), so memory stays bounded whatever the size;
 // only one row or one line (up to 16 MiB for a JSON line) is held at a
-// time. Output is capped (default 16 KiB, [WithMaxOutput]) with a note
-// saying how to continue. Search prefilters candidate lines with
+// time. Every reply is capped (default 16 KiB, [WithMaxOutput]), its head
+// and notes included, with a note saying how to continue. Search prefilters candidate lines with
 // bytes.Index on the regexp's literal prefix, and numbers lines from a line
 // index (newline counts at every 1 MiB, recorded while the result was
 // written) instead of counting every line. Lines longer than 1 MiB are
@@ -71,6 +71,16 @@
 // id, an invalid regular expression, an unknown column, an offset past the
 // end, a malformed CSV row or JSON value (naming the row and line) and a
 // corrupt file ([CorruptError]) are all errors.
+//
+// The cap holds for errors too, however large the request: a reply quotes
+// a value of the request (an id, an operation or column name, a where
+// value) or a name from the stored data by at most its first 100 bytes and
+// its length, like "aaaa…" (10485760 bytes); it lists at most about 2 KiB
+// of column names and 1 KiB of where conditions; and, as a last guard, a
+// longer reply or error text is cut with a note. Decoding a request copies
+// its values about once (json.Unmarshal, not a json.Decoder, whose buffer
+// grows to several times a huge request), and quoting them copies only
+// their prefix.
 //
 // # Integrity
 //

@@ -49,7 +49,7 @@ func (e *ArgError) Error() string {
 	if e.Field == "" {
 		return "invalid read_result arguments: " + e.Reason
 	}
-	return fmt.Sprintf("invalid read_result argument %q: %s", e.Field, e.Reason)
+	return "invalid read_result argument " + quote(e.Field) + ": " + e.Reason
 }
 
 // Is reports ErrBadArgs.

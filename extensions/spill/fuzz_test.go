@@ -28,12 +28,28 @@ func FuzzParseArgs(f *testing.F) {
 		`{"id":"` + id + `","op":"search","pattern":"("}`,
 		`{"id":"` + id + `","op":"count","where":[{"column":"a","op":"eq","value":  1e3 }]}`,
 		`[]`, `null`, `{"id":"` + id + `","op":"slice"} {}`,
+		`{"ID":"` + id + `","Op":"count","bogus":{"a":[1,"]"]}}`,
+		`{"id":"` + id + `","op":"count","where":[{"column":"a","op":"eq","value":1,"x":2}]}`,
+		`{"i\u0064":"` + id + `","op":"count","WHERE":[{"COLUMN":"a","op":"eq","value":"{\"}"}]}`,
+		`{"id":"` + id + `","op":"count","\u017fkip":1}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, err := parseArgs(data)
+		// Unknown fields are found as json.Decoder.DisallowUnknownFields
+		// finds them (parseArgs looks for them itself, without the
+		// decoder's buffer).
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		var strict args
+		strictErr := dec.Decode(&strict)
+		unknown := err != nil && strings.Contains(err.Error(), "unknown field")
+		strictUnknown := strictErr != nil && strings.Contains(strictErr.Error(), "unknown field")
+		if unknown && strictErr == nil || strictUnknown && err == nil {
+			t.Fatalf("parseArgs: %v; json.Decoder with DisallowUnknownFields: %v", err, strictErr)
+		}
 		if err != nil {
 			var ae *ArgError
 			if !errors.As(err, &ae) || !errors.Is(err, ErrBadArgs) {

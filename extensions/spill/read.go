@@ -35,7 +35,20 @@ func (e *Extension) tool() *harness.Tool {
 // stored data and a corrupt file are errors whose text says what is wrong
 // (the tool returns them as error results). Every operation streams over
 // the stored file; the output is capped (WithMaxOutput) with a note.
+//
+// The cap holds for every reply, errors included, however large the
+// request: values are quoted by a short prefix and their length, and as a
+// last guard a longer reply is cut with a note, and so is the text of a
+// longer error (which then wraps the original, for errors.Is and As).
 func (e *Extension) Read(ctx context.Context, input json.RawMessage) (string, error) {
+	out, err := e.read(ctx, input)
+	if err != nil {
+		return "", capError(err, e.cfg.maxOutput)
+	}
+	return capText(out, e.cfg.maxOutput, "reply", "narrow the request"), nil
+}
+
+func (e *Extension) read(ctx context.Context, input json.RawMessage) (string, error) {
 	a, err := parseArgs(input)
 	if err != nil {
 		return "", err
@@ -66,17 +79,32 @@ func (e *Extension) Read(ctx context.Context, input json.RawMessage) (string, er
 	return out.String(), nil
 }
 
-// output collects the text of a reply up to a cap.
+// output collects the text of a reply up to a cap: the body is kept to
+// the cap less a reserve for the head and the closing note, so that the
+// whole reply fits.
 type output struct {
-	head strings.Builder // a summary line, always kept
-	body strings.Builder
-	max  int
-	cut  bool
-	note string // how to get the rest, when cut
-	raw  bool   // the body is content as stored (a byte slice): keep it exact
+	head    strings.Builder // a summary line, always kept
+	body    strings.Builder
+	max     int
+	reserve int // bytes of max kept for the head and notes
+	cut     bool
+	note    string // how to get the rest, when cut
+	raw     bool   // the body is content as stored (a byte slice): keep it exact
 }
 
-func newOutput(max int) *output { return &output{max: max} }
+// headReserve is room enough for the head and notes of any operation,
+// numbers included, without the where conditions and the pattern they
+// repeat.
+const headReserve = 384
+
+func newOutput(max int) *output { return &output{max: max, reserve: min(headReserve, max/2)} }
+
+// reserveMore keeps n more bytes for the head (a description of the where
+// conditions or the pattern), leaving the body at least half the cap.
+func (o *output) reserveMore(n int) { o.reserve = min(o.reserve+n, o.max/2) }
+
+// room returns the bytes the body may hold.
+func (o *output) room() int { return o.max - o.reserve }
 
 // line appends s and a newline; it returns false once the output is full
 // (s is then cut or dropped).
@@ -84,7 +112,7 @@ func (o *output) line(s string) bool {
 	if o.cut {
 		return false
 	}
-	room := o.max - o.body.Len()
+	room := o.room() - o.body.Len()
 	if len(s)+1 > room {
 		if room > 0 {
 			o.body.WriteString(cutUTF8(s, room))
@@ -139,7 +167,7 @@ func sliceBytes(f File, m *Meta, a *args, out *output) error {
 	if _, err := f.Seek(a.Offset, io.SeekStart); err != nil {
 		return fmt.Errorf("spill: reading %s: %w", m.ID, err)
 	}
-	n := min(a.Limit, int64(out.max), m.Size-a.Offset)
+	n := min(a.Limit, int64(out.room()), m.Size-a.Offset)
 	buf := make([]byte, n)
 	k, err := io.ReadFull(f, buf)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
@@ -150,7 +178,7 @@ func sliceBytes(f File, m *Meta, a *args, out *output) error {
 	out.raw = true
 	out.body.WriteString(strings.ToValidUTF8(string(buf[:k]), "\uFFFD"))
 	if int64(k) < a.Limit && end < m.Size {
-		fmt.Fprintf(&out.body, "\n[cut at %d bytes; continue with unit=bytes offset=%d]", out.max, end)
+		fmt.Fprintf(&out.body, "\n[cut at %d bytes; continue with unit=bytes offset=%d]", k, end)
 	}
 	return nil
 }

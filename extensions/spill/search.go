@@ -60,8 +60,10 @@ type searcher struct {
 func search(ctx context.Context, f File, m *Meta, a *args, out *output, buf []byte, index []int64) error {
 	re, err := compilePattern(a.Pattern, a.IgnoreCase)
 	if err != nil {
-		return &ArgError{Field: "pattern", Reason: fmt.Sprintf("invalid regular expression: %v", err)}
+		return &ArgError{Field: "pattern", Reason: "invalid regular expression: " + regexpError(err)}
 	}
+	pattern := clip(a.Pattern, quoteMax)
+	out.reserveMore(len(pattern))
 	s := newSearcher(re, a, out, buf, keepMax)
 	if index != nil {
 		err = s.runIndexed(ctx, f, searchChunk, index)
@@ -83,7 +85,7 @@ func search(ctx context.Context, f File, m *Meta, a *args, out *output, buf []by
 	if a.Offset > 0 {
 		from = fmt.Sprintf(" after line %d", a.Offset)
 	}
-	fmt.Fprintf(&out.head, "search /%s/ in %s (%s lines)%s: %d matching lines%s\n", a.Pattern, m.ID, group(m.Lines), from, s.matches, more)
+	fmt.Fprintf(&out.head, "search /%s/ in %s (%s lines)%s: %d matching lines%s\n", pattern, m.ID, group(m.Lines), from, s.matches, more)
 	return nil
 }
 

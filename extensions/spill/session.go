@@ -124,7 +124,7 @@ func decodeState(raw json.RawMessage) (*state, error) {
 		Version *int `json:"version"`
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, bad("not a JSON object: %v", err)
+		return nil, bad("not a JSON object: %s", jsonError(err))
 	}
 	if head.Version == nil {
 		return nil, bad("no version")
@@ -136,7 +136,7 @@ func decodeState(raw json.RawMessage) (*state, error) {
 	dec.DisallowUnknownFields()
 	var st state
 	if err := dec.Decode(&st); err != nil {
-		return nil, bad("%v", err)
+		return nil, bad("%s", jsonError(err))
 	}
 	if st.Results == nil {
 		return nil, bad("no results field")
@@ -145,7 +145,7 @@ func decodeState(raw json.RawMessage) (*state, error) {
 	for i, r := range st.Results {
 		switch {
 		case !ValidID(r.ID):
-			return nil, bad("result %d: invalid id %q", i, r.ID)
+			return nil, bad("result %d: invalid id %s", i, quote(r.ID))
 		case seen[r.ID]:
 			return nil, bad("result %d: duplicate id %s", i, r.ID)
 		case r.Size < 0 || r.Lines < 0:
@@ -153,9 +153,9 @@ func decodeState(raw json.RawMessage) (*state, error) {
 		case !validSHA256(r.SHA256):
 			return nil, bad("result %s: sha256 is not 64 lowercase hex digits", r.ID)
 		case !r.Type.valid():
-			return nil, bad("result %s: unknown type %q", r.ID, r.Type)
+			return nil, bad("result %s: unknown type %s", r.ID, quote(string(r.Type)))
 		case r.Dir != "" && (!filepath.IsAbs(r.Dir) || filepath.Clean(r.Dir) != r.Dir || strings.ContainsRune(r.Dir, 0)):
-			return nil, bad("result %s: dir %q is not a clean absolute path", r.ID, r.Dir)
+			return nil, bad("result %s: dir %s is not a clean absolute path", r.ID, quote(r.Dir))
 		}
 		seen[r.ID] = true
 	}

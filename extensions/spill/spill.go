@@ -27,7 +27,8 @@ const (
 	// DefaultPreviewBytes is the size of the head and of the tail preview
 	// in an envelope.
 	DefaultPreviewBytes = 1000
-	// DefaultMaxOutput caps what one read_result call returns to the model.
+	// DefaultMaxOutput caps what one read_result call returns to the
+	// model, errors included.
 	DefaultMaxOutput = 16 << 10
 	// ToolName is the name of the tool the extension registers.
 	ToolName = "read_result"
@@ -81,9 +82,9 @@ func WithRetain(on bool) Option { return func(c *config) { c.retain = on } }
 // WithPreviewBytes sets the size of the head and of the tail previews.
 func WithPreviewBytes(n int) Option { return func(c *config) { c.preview = n } }
 
-// WithMaxOutput caps the text one read_result call returns; longer output
-// is cut with a note saying how to ask for the rest. Values of 0 or less
-// keep the default; the minimum is 1024.
+// WithMaxOutput caps the text one read_result call returns, head, notes
+// and errors included; longer output is cut with a note saying how to ask
+// for the rest. Values of 0 or less keep the default; the minimum is 1024.
 func WithMaxOutput(n int) Option { return func(c *config) { c.maxOutput = n } }
 
 // WithVerifyEveryRead makes every read hash the whole stored result before
@@ -405,7 +406,7 @@ func (e *Extension) Teardown(ctx context.Context) error {
 // lookup returns the entry of id or an error naming the problem.
 func (e *Extension) lookup(id string) (*entry, error) {
 	if !ValidID(id) {
-		return nil, fmt.Errorf("%w: %q (ids look like res_0123456789abcdef01234567)", ErrInvalidID, id)
+		return nil, fmt.Errorf("%w: %s (ids look like res_0123456789abcdef01234567)", ErrInvalidID, quote(id))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

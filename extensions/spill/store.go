@@ -125,7 +125,7 @@ func (s *DirStore) Close() error {
 
 func (s *DirStore) check(id string) error {
 	if !ValidID(id) {
-		return fmt.Errorf("%w: %q", ErrInvalidID, id)
+		return fmt.Errorf("%w: %s", ErrInvalidID, quote(id))
 	}
 	return nil
 }

@@ -144,7 +144,7 @@ func jsonCell(raw json.RawMessage) (cell, error) {
 		c.text = string(raw)
 		f, err := strconv.ParseFloat(c.text, 64)
 		if err != nil {
-			return c, fmt.Errorf("bad number %q", c.text)
+			return c, fmt.Errorf("bad number %s", quote(c.text))
 		}
 		if !math.IsInf(f, 0) {
 			c.num, c.isNum = f, true
@@ -468,15 +468,6 @@ func kindOf(c cell) string {
 	return "number"
 }
 
-func (s *colSet) list(n int) string {
-	names := s.order
-	more := ""
-	if len(names) > n {
-		names, more = names[:n], fmt.Sprintf(", … (%d more)", len(s.order)-n)
-	}
-	return strings.Join(names, ", ") + more
-}
-
 // table runs columns, rows, count and aggregate.
 func table(ctx context.Context, f File, m *Meta, a *args, out *output) error {
 	rr, err := newRowReader(f, m)
@@ -487,6 +478,8 @@ func table(ctx context.Context, f File, m *Meta, a *args, out *output) error {
 	if err != nil {
 		return err
 	}
+	where := describeWhere(filters)
+	out.reserveMore(len(where))
 	// Column names are checked against the CSV header up front, and
 	// against the keys seen in JSON rows after a full scan.
 	var refs []string
@@ -500,7 +493,7 @@ func table(ctx context.Context, f File, m *Meta, a *args, out *output) error {
 	if h := rr.header(); h != nil {
 		for _, r := range refs {
 			if !slices.Contains(h, r) {
-				return fmt.Errorf("%w: %q; result %s has columns %s", ErrUnknownColumn, r, m.ID, strings.Join(h, ", "))
+				return fmt.Errorf("%w: %s; result %s has columns %s", ErrUnknownColumn, quote(r), m.ID, nameList(h, len(h)))
 			}
 		}
 	}
@@ -511,7 +504,7 @@ func table(ctx context.Context, f File, m *Meta, a *args, out *output) error {
 		}
 		for _, r := range refs {
 			if _, ok := cols.seen[r]; !ok {
-				return fmt.Errorf("%w: %q appears in no row of result %s; its columns are %s", ErrUnknownColumn, r, m.ID, cols.list(50))
+				return fmt.Errorf("%w: %s appears in no row of result %s; its columns are %s", ErrUnknownColumn, quote(r), m.ID, nameList(cols.order, 50))
 			}
 		}
 		return nil
@@ -520,7 +513,7 @@ func table(ctx context.Context, f File, m *Meta, a *args, out *output) error {
 	case opColumns:
 		return columnsOp(ctx, rr, m, out)
 	case opRows:
-		return rowsOp(ctx, rr, m, a, filters, &cols, checkJSONCols, out)
+		return rowsOp(ctx, rr, m, a, filters, where, &cols, checkJSONCols, out)
 	}
 	// count and aggregate scan every row.
 	var matched, numeric, other int64
@@ -549,12 +542,11 @@ func table(ctx context.Context, f File, m *Meta, a *args, out *output) error {
 	if err := checkJSONCols(); err != nil {
 		return err
 	}
-	where := describeWhere(a.Where)
 	if a.Op == opCount {
 		fmt.Fprintf(&out.head, "count: %d of %d rows%s (result %s)", matched, total, where, m.ID)
 		return nil
 	}
-	fmt.Fprintf(&out.head, "aggregate of %q over %d of %d rows%s (result %s): %d numeric values", a.Column, matched, total, where, m.ID, numeric)
+	fmt.Fprintf(&out.head, "aggregate of %s over %d of %d rows%s (result %s): %d numeric values", quote(a.Column), matched, total, where, m.ID, numeric)
 	if other > 0 {
 		fmt.Fprintf(&out.head, ", %d non-numeric values ignored", other)
 	}
@@ -581,15 +573,37 @@ func formatNum(f float64) string {
 	return strconv.FormatFloat(f, 'g', 12, 64)
 }
 
-func describeWhere(conds []condition) string {
-	if len(conds) == 0 {
+// whereMax bounds the description of the where conditions in a reply.
+const whereMax = 1024
+
+// describeWhere describes the conditions for a reply: " where a eq 1 and
+// b contains "x"", with long columns and values cut (quote, clip) and
+// conditions past about whereMax bytes counted, not listed.
+func describeWhere(filters []filter) string {
+	if len(filters) == 0 {
 		return ""
 	}
-	parts := make([]string, len(conds))
-	for i, c := range conds {
-		parts[i] = fmt.Sprintf("%s %s %s", c.Column, c.Op, c.Value)
+	var b strings.Builder
+	b.WriteString(" where ")
+	for i, f := range filters {
+		if i > 0 {
+			if b.Len() > whereMax {
+				fmt.Fprintf(&b, " and %d more conditions", len(filters)-i)
+				break
+			}
+			b.WriteString(" and ")
+		}
+		b.WriteString(clip(f.col, quoteMax) + " " + f.op + " ")
+		switch {
+		case f.v.null:
+			b.WriteString("null")
+		case f.v.raw[0] == '"':
+			b.WriteString(quote(f.v.text))
+		default:
+			b.WriteString(clip(f.v.text, quoteMax))
+		}
 	}
-	return " where " + strings.Join(parts, " and ")
+	return b.String()
 }
 
 // columnSample is how many rows columns reads to describe JSON columns
@@ -654,7 +668,7 @@ func columnsOp(ctx context.Context, rr rowReader, m *Meta, out *output) error {
 // maxRowShow bounds one printed row.
 const maxRowShow = 4000
 
-func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filter, cols *colSet, check func() error, out *output) error {
+func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filter, where string, cols *colSet, check func() error, out *output) error {
 	var matched, shown int64
 	var b strings.Builder
 	complete := true
@@ -665,10 +679,10 @@ func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filte
 		}
 		b.Reset()
 		fmt.Fprintf(&b, "[%d] ", idx)
-		writeRow(&b, fs, a.Columns)
+		whole := writeRow(&b, fs, a.Columns, maxRowShow)
 		line := b.String()
-		if len(line) > maxRowShow {
-			line = cutUTF8(line, maxRowShow) + "…"
+		if !whole {
+			line += "…"
 		}
 		if !out.line(line) {
 			// The output is full: the rows read so far are not all the
@@ -692,10 +706,9 @@ func rowsOp(ctx context.Context, rr rowReader, m *Meta, a *args, filters []filte
 			return err
 		}
 		if a.Offset > 0 && matched <= a.Offset {
-			return fmt.Errorf("%w: row offset %d; %d rows of result %s match%s", ErrOutOfRange, a.Offset, matched, m.ID, describeWhere(a.Where))
+			return fmt.Errorf("%w: row offset %d; %d rows of result %s match%s", ErrOutOfRange, a.Offset, matched, m.ID, where)
 		}
 	}
-	where := describeWhere(a.Where)
 	if complete {
 		fmt.Fprintf(&out.head, "%d rows from offset %d of %d matching rows%s (result %s; [n] is the row's index in the result):\n",
 			shown, a.Offset, matched, where, m.ID)
@@ -736,35 +749,85 @@ func scanRows(ctx context.Context, rr rowReader, filters []filter, cols *colSet,
 
 // writeRow writes a row as a JSON object: JSON values as stored, CSV
 // values as strings; projected to cols when given (a missing column is
-// null).
-func writeRow(b *strings.Builder, fs []field, cols []string) {
-	b.WriteByte('{')
+// null). It stops at limit bytes of b, cutting on a UTF-8 boundary, and
+// reports whether the row is whole: the work and memory spent on a row
+// with huge names or values (or a projection of huge column names) are
+// bounded by limit.
+func writeRow(b *strings.Builder, fs []field, cols []string, limit int) bool {
+	w := rowWriter{b: b, limit: limit}
+	w.str("{")
 	put := func(i int, k string, c cell, ok bool) {
 		if i > 0 {
-			b.WriteByte(',')
+			w.str(",")
 		}
-		kb, _ := json.Marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
+		w.jsonString(k)
+		w.str(":")
 		switch {
 		case !ok:
-			b.WriteString("null")
+			w.str("null")
 		case c.raw != nil:
-			b.Write(c.raw)
+			w.bytes(c.raw)
 		default:
-			vb, _ := json.Marshal(c.text)
-			b.Write(vb)
+			w.jsonString(c.text)
 		}
 	}
 	if cols == nil {
 		for i, f := range fs {
-			put(i, f.key, f.c, true)
+			if put(i, f.key, f.c, true); w.cut {
+				break
+			}
 		}
 	} else {
 		for i, k := range cols {
 			c, ok := lookupField(fs, k)
-			put(i, k, c, ok)
+			if put(i, k, c, ok); w.cut {
+				break
+			}
 		}
 	}
-	b.WriteByte('}')
+	w.str("}")
+	return !w.cut
+}
+
+// rowWriter writes to b up to limit bytes.
+type rowWriter struct {
+	b     *strings.Builder
+	limit int
+	cut   bool
+}
+
+func (w *rowWriter) str(s string) {
+	if w.cut {
+		return
+	}
+	if room := w.limit - w.b.Len(); len(s) > room {
+		w.b.WriteString(cutUTF8(s, room))
+		w.cut = true
+		return
+	}
+	w.b.WriteString(s)
+}
+
+func (w *rowWriter) bytes(p []byte) {
+	if room := w.limit - w.b.Len(); len(p) > room {
+		p = p[:max(room+1, 0)] // enough to cut; no more is copied
+	}
+	w.str(string(p))
+}
+
+// jsonString writes s as a JSON string, encoding only what can fit.
+func (w *rowWriter) jsonString(s string) {
+	if w.cut {
+		return
+	}
+	room := w.limit - w.b.Len()
+	short := cutUTF8(s, max(room, 0))
+	enc, _ := json.Marshal(short)
+	if len(short) < len(s) {
+		enc = enc[:len(enc)-1] // an unclosed string: more follows
+	}
+	w.str(string(enc))
+	if len(short) < len(s) {
+		w.cut = true
+	}
 }
