@@ -114,6 +114,7 @@ type Extension struct {
 	sessMu         sync.Mutex   // serializes session snapshots
 	sessAt         atomic.Int64 // when the last one started, Unix ns
 	turnAt         atomic.Int64 // when the last one at a turn's completion started
+	sessTook       atomic.Int64 // how long the last one took, ns
 
 	// Artifact copies (snapshot.go), guarded by artMu.
 	artMu     sync.Mutex
@@ -284,32 +285,35 @@ func dirName(id string) string {
 	return s
 }
 
-// OnTurnComplete keeps the session snapshot fresh. When no turn wrote one
-// during the last snapshot interval, it writes one now, so that the
-// session of a run that follows a quiet spell is on disk even if the
-// agent closes right after (the agent's session cannot be read once it is
-// closed); otherwise it leaves it to the snapshotter, which writes it at
-// the end of the interval in the background. A run thus pays for at most
-// one session snapshot per interval, and a Close less than an interval
-// after the previous snapshot may leave the last turns out of
-// session.json (the journal has their events). With
-// [WithIncludeArtifacts], it also makes sure that the artifacts of the
-// turn's tool calls are copied into the recording before it returns, so
-// that a Close right after the run, which may remove them, loses none:
-// usually the snapshotter copied them while the run went on, and this
-// costs nothing.
+// OnTurnComplete keeps the session snapshot fresh, without making runs
+// pay for it: the snapshotter writes it in the background, at most once
+// per snapshot interval. Only a cheap snapshot (the last one took under
+// [syncSessionBudget]) is written here, at most once per interval, so
+// that the session of a small agent is on disk even when it closes right
+// after the run (the agent's session cannot be read once it is closed). A
+// Close less than an interval after the previous snapshot may thus leave
+// the last turns of a big session out of session.json; the journal has
+// their events. With [WithIncludeArtifacts], it also makes sure that the
+// artifacts of the turn's tool calls are copied into the recording before
+// it returns, so that a Close right after the run, which may remove them,
+// loses none: usually the snapshotter copied them while the run went on,
+// and this costs nothing.
 func (x *Extension) OnTurnComplete(ctx context.Context, ec *harness.ExtensionContext, _ *harness.RunResult) {
 	ctx = context.WithoutCancel(ctx)
 	if x.cfg.includeArtifacts {
 		x.syncArtifacts(ctx)
 	}
-	if x.turnSnapshotDue() {
+	if time.Duration(x.sessTook.Load()) < syncSessionBudget && x.turnSnapshotDue() {
 		x.snapshotSession(ctx)
 		return
 	}
 	x.sessionDirty.Store(true)
 	x.kickSnapshot()
 }
+
+// syncSessionBudget is how long a session snapshot may take for
+// OnTurnComplete to write it itself.
+const syncSessionBudget = time.Millisecond
 
 // Teardown waits for the incident bundles being written, writes the final
 // span snapshot, flushes and closes the journal and stops the background

@@ -135,6 +135,7 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 	if err != nil {
 		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
 	}
+	x.sessTook.Store(int64(time.Since(time.Unix(0, x.sessAt.Load()))))
 }
 
 // recordingSpans returns the buffered spans of the recent traces this

@@ -12,28 +12,85 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// Marshal encodes req in OTLP/JSON: compact, object keys sorted, enum
-// values as integers, trace and span IDs as lowercase hex. Equal requests
-// give equal bytes. The output has no trailing newline.
+// Marshal encodes req in OTLP/JSON: compact, fields in the proto's
+// order, enum values as integers, trace and span IDs as lowercase hex.
+// Equal requests give equal bytes. The output has no trailing newline.
 func Marshal(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
 	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("otlpjson: %w", err)
 	}
-	doc, err := decode(raw)
+	// protojson varies its whitespace from build to build on purpose:
+	// compact it so that equal requests give equal bytes.
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("otlpjson: %w", err)
+	}
+	out, err := hexIDs(buf.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("otlpjson: %w", err)
 	}
-	if err := convertIDs(doc, base64ToHex); err != nil {
-		return nil, fmt.Errorf("otlpjson: %w", err)
+	return out, nil
+}
+
+// hexIDs rewrites, in compact JSON, the base64 values of the object keys
+// traceId, spanId and parentSpanId as hex. In an ExportTraceServiceRequest
+// only span and link IDs have these keys (attribute names are values of
+// "key", not keys). It scans the bytes once, tracking strings, so that no
+// string content is mistaken for a key.
+func hexIDs(in []byte) ([]byte, error) {
+	out := make([]byte, 0, len(in)+len(in)/16)
+	i := 0
+	for i < len(in) {
+		c := in[i]
+		if c != '"' {
+			out = append(out, c)
+			i++
+			continue
+		}
+		// A string: find its end.
+		j := i + 1
+		for j < len(in) && in[j] != '"' {
+			if in[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(in) {
+			return nil, errors.New("unterminated string")
+		}
+		str := in[i : j+1]
+		out = append(out, str...)
+		i = j + 1
+		// A key among the IDs, followed by a string value?
+		if i+1 < len(in) && in[i] == ':' && in[i+1] == '"' && isIDKey(str) {
+			k := i + 2
+			for k < len(in) && in[k] != '"' {
+				k++
+			}
+			if k >= len(in) {
+				return nil, errors.New("unterminated string")
+			}
+			id, err := base64.StdEncoding.DecodeString(string(in[i+2 : k]))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", str, err)
+			}
+			out = append(out, ':', '"')
+			out = hex.AppendEncode(out, id)
+			out = append(out, '"')
+			i = k + 1
+		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
-		return nil, fmt.Errorf("otlpjson: %w", err)
+	return out, nil
+}
+
+func isIDKey(quoted []byte) bool {
+	switch string(quoted) {
+	case `"traceId"`, `"spanId"`, `"parentSpanId"`:
+		return true
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return false
 }
 
 // Unmarshal decodes an OTLP/JSON export request. IDs may be hex (the
@@ -135,14 +192,6 @@ func objects(v any) []map[string]any {
 		}
 	}
 	return out
-}
-
-func base64ToHex(s string, _ int) (string, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // toBase64 turns a hex ID of the expected size into base64 and leaves any

@@ -17,7 +17,7 @@ func sample() *coltracepb.ExportTraceServiceRequest {
 	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{{
 			TraceId: tid, SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 0xff}, ParentSpanId: []byte{9, 9, 9, 9, 9, 9, 9, 9},
-			Name: "chat m", Kind: tracepb.Span_SPAN_KIND_CLIENT,
+			Name: `chat m "traceId":"AAECAwQFBgcICQoLDA0ODw==" \\`, Kind: tracepb.Span_SPAN_KIND_CLIENT,
 			Links: []*tracepb.Span_Link{{TraceId: tid, SpanId: []byte{8, 7, 6, 5, 4, 3, 2, 1}}},
 		}}}},
 	}}}
@@ -56,6 +56,9 @@ func TestMarshal(t *testing.T) {
 	}
 	if k, ok := s.Kind.(float64); !ok || k != 3 {
 		t.Errorf("kind %v, want the integer 3", s.Kind)
+	}
+	if !bytes.Contains(data, []byte(`chat m \"traceId\":\"AAECAwQFBgcICQoLDA0ODw==\" \\\\`)) {
+		t.Errorf("a string's content was rewritten: %s", data)
 	}
 	if bytes.Contains(data, []byte("\n")) || bytes.Contains(data, []byte(": ")) {
 		t.Errorf("not compact: %s", data)

@@ -1,0 +1,143 @@
+package flight_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/extensions/spill"
+	"github.com/harnessx/harnessx/extensions/tracing"
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// fullStackScript is the workload of tracing's BenchmarkTracedRun (and
+// harness.BenchmarkRun): two scripted model calls and one tool call.
+var fullStackScript = []harnesstest.Response{
+	harnesstest.CallTool("call_1", "weather", `{"city":"Paris"}`),
+	{Text: "It is sunny in Paris.", Usage: harness.Usage{InputTokens: 10, OutputTokens: 5}},
+}
+
+type weatherIn struct {
+	City string `json:"city"`
+}
+
+func weatherTool() *harness.Tool {
+	return harness.MustTool(harness.NewTool("weather", "Weather of a city.",
+		func(_ context.Context, in weatherIn) (string, error) { return "sunny in " + in.City, nil }))
+}
+
+// switchProvider serves the setup script, then the benchmark's looping
+// one.
+type switchProvider struct {
+	setup, bench *harnesstest.ScriptedProvider
+	benching     atomic.Bool
+}
+
+func (p *switchProvider) Generate(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+	if p.benching.Load() {
+		return p.bench.Generate(ctx, req)
+	}
+	return p.setup.Generate(ctx, req)
+}
+
+// BenchmarkFullStack is BenchmarkTracedRun's workload (extensions/tracing)
+// with the whole observability stack on: the tracing extension into an
+// in-memory exporter through a synchronous processor, plus the flight
+// recorder's span processor, the spill extension and the flight recorder
+// (default options, recording into a temporary directory). The
+// "spills-2000" variant first spills 2,000 results, so the session and
+// the artifact lists are long: a run must cost the same.
+func BenchmarkFullStack(b *testing.B) {
+	// The reference, in the same process: BenchmarkTracedRun's setup.
+	b.Run("traced-only", func(b *testing.B) {
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		p := harnesstest.NewScriptedProvider(fullStackScript...)
+		p.Loop, p.DiscardRequests = true, true
+		a, err := harness.New(harness.WithProvider(p), harness.WithModel("m"), harness.WithTools(weatherTool()),
+			harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = a.Close(context.Background()) })
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := a.Run(ctx, "weather?")
+			if err != nil || res.Text == "" {
+				b.Fatal(err, res)
+			}
+			a.Reset()
+			exp.Reset()
+		}
+	})
+	for _, spills := range []int{0, 2000} {
+		b.Run(fmt.Sprintf("spills-%d", spills), func(b *testing.B) {
+			rec := flight.New(flight.WithDir(b.TempDir()))
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSpanProcessor(rec.SpanProcessor()))
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+
+			// Setup: 20 steps of 100 parallel calls of a tool whose result
+			// (2 KB) is over the spill threshold (1 KB).
+			big := strings.Repeat("a spilled result line\n", 100)
+			bigTool := harness.MustTool(harness.NewTool("big", "Big result.", func(context.Context, weatherIn) (string, error) { return big, nil }))
+			bigTool.Concurrent = true
+			var setup []harnesstest.Response
+			for step := 0; step < spills/100; step++ {
+				var calls []harness.ToolCall
+				for i := 0; i < 100; i++ {
+					calls = append(calls, harnesstest.Call(fmt.Sprintf("s%d_%d", step, i), "big", map[string]string{"city": "x"}))
+				}
+				setup = append(setup, harnesstest.Response{ToolCalls: calls})
+			}
+			setup = append(setup, harnesstest.Reply("set up"))
+			bench := harnesstest.NewScriptedProvider(fullStackScript...)
+			bench.Loop, bench.DiscardRequests = true, true
+			setupProv := harnesstest.NewScriptedProvider(setup...)
+			setupProv.DiscardRequests = true
+			prov := &switchProvider{setup: setupProv, bench: bench}
+
+			sp := spill.New(spill.WithThreshold(1000))
+			a, err := harness.New(harness.WithProvider(prov), harness.WithModel("m"),
+				harness.WithLogger(slog.New(slog.DiscardHandler)),
+				harness.WithTools(weatherTool(), bigTool),
+				harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp)), sp, rec))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = a.Close(context.Background()) })
+			ctx := context.Background()
+			if spills > 0 {
+				if _, err := a.Run(ctx, "spill"); err != nil {
+					b.Fatal(err)
+				}
+				a.Reset()
+				exp.Reset()
+				arts, _ := sp.Artifacts(ctx)
+				if len(arts) != spills {
+					b.Fatalf("%d spilled results, want %d", len(arts), spills)
+				}
+			}
+			prov.benching.Store(true)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := a.Run(ctx, "weather?")
+				if err != nil || res.Text == "" {
+					b.Fatal(err, res)
+				}
+				a.Reset()
+				exp.Reset()
+			}
+		})
+	}
+}
