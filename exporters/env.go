@@ -3,6 +3,7 @@ package exporters
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -27,6 +28,10 @@ import (
 // OTEL_TRACES_EXPORTER, when set, chooses instead: a comma-separated list
 // of "otlp", "langsmith", "file", "console" (or "stdout") and "none" (no
 // backend: spans are discarded). An unknown name is [ErrUnknownExporter].
+//
+// FromEnv logs one line per backend at Info level through the provider's
+// logger ([WithLogger], default slog.Default()) saying where the spans go,
+// and for the file how to view it with flightrec.
 //
 // Shutting the provider down flushes every backend.
 func FromEnv(ctx context.Context, opts ...Option) (*Provider, error) {
@@ -56,7 +61,36 @@ func FromEnv(ctx context.Context, opts ...Option) (*Provider, error) {
 		}
 		specs = append(specs, spec)
 	}
-	return newProvider(ctx, &c, specs)
+	p, err := newProvider(ctx, &c, specs)
+	if err != nil {
+		return nil, err
+	}
+	announce(c.logger, p.Backends())
+	return p, nil
+}
+
+// announce says once, at Info level, where the spans of a provider built
+// by FromEnv go and how to look at them, so that a file appearing in the
+// working directory is never a surprise.
+func announce(l *slog.Logger, backends []Backend) {
+	if len(backends) == 0 {
+		l.Info("exporters: spans are discarded (OTEL_TRACES_EXPORTER=none)")
+		return
+	}
+	for _, b := range backends {
+		switch b.Name {
+		case "file":
+			l.Info("exporters: spans go to a local file", "file", b.Target,
+				"view", "flightrec runs --traces "+b.Target+"; flightrec ui --traces "+b.Target,
+				"install", "go install github.com/harnessx/harnessx/cmd/flightrec@latest")
+		case "otlp":
+			l.Info("exporters: spans go to an OTLP/HTTP endpoint", "url", b.Target)
+		case "langsmith":
+			l.Info("exporters: spans go to LangSmith", "url", b.Target)
+		default:
+			l.Info("exporters: spans go to "+b.Name, "target", b.Target)
+		}
+	}
 }
 
 // selectBackends returns the backends FromEnv builds, in a fixed order.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/harnessx/harnessx/exporters"
@@ -244,5 +246,58 @@ func TestOTLPHeadersAndStdout(t *testing.T) {
 	}
 	if !bytes.Contains(out.Bytes(), []byte("\n\t\"Name\": \"hello\"")) {
 		t.Errorf("stdout output is not the pretty span:\n%s", out.String())
+	}
+}
+
+// TestFromEnvAnnounces checks that FromEnv says once, at startup, where
+// the spans go and how to view the default file.
+func TestFromEnvAnnounces(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string // substrings of the log, in order
+	}{
+		{"the default file", nil, []string{
+			`level=INFO msg="exporters: spans go to a local file" file={DIR}/.harnessx/traces.jsonl`,
+			`view="flightrec runs --traces {DIR}/.harnessx/traces.jsonl; flightrec ui --traces {DIR}/.harnessx/traces.jsonl"`,
+			`install="go install github.com/harnessx/harnessx/cmd/flightrec@latest"`,
+		}},
+		{"an OTLP endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, []string{
+			`msg="exporters: spans go to an OTLP/HTTP endpoint" url=http://127.0.0.1:4318/v1/traces`,
+		}},
+		{"none", map[string]string{"OTEL_TRACES_EXPORTER": "none"}, []string{
+			`msg="exporters: spans are discarded (OTEL_TRACES_EXPORTER=none)"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			t.Chdir(t.TempDir())
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			wd, _ := os.Getwd()
+			var log bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&log, nil))
+			ctx := context.Background()
+			tp, err := exporters.FromEnv(ctx, exporters.WithLogger(logger))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tp.Shutdown(ctx)
+			got := log.String()
+			if n := strings.Count(got, "\n"); n != len(tp.Backends()) && !(n == 1 && len(tp.Backends()) == 0) {
+				t.Errorf("%d log lines for %d backends:\n%s", n, len(tp.Backends()), got)
+			}
+			rest := got
+			for _, w := range tt.want {
+				w = strings.ReplaceAll(w, "{DIR}", wd)
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("log lacks %q:\n%s", w, got)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
 	}
 }
