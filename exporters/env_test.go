@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/harnessx/harnessx/exporters"
 )
@@ -299,5 +302,32 @@ func TestFromEnvAnnounces(t *testing.T) {
 				rest = rest[i+len(w):]
 			}
 		})
+	}
+}
+
+// TestRegisterSpanProcessor checks that a processor registered on the
+// provider (the flight recorder's, say) sees the spans, and stops seeing
+// them once unregistered.
+func TestRegisterSpanProcessor(t *testing.T) {
+	clearEnv(t)
+	ctx := context.Background()
+	tp, err := exporters.FromEnv(ctx, exporters.WithFileWriter(io.Discard), exporters.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Shutdown(ctx)
+	sr := tracetest.NewSpanRecorder()
+	tp.RegisterSpanProcessor(sr)
+	_, s := tp.Tracer("t").Start(ctx, "seen")
+	s.End()
+	tp.UnregisterSpanProcessor(sr)
+	_, s = tp.Tracer("t").Start(ctx, "unseen")
+	s.End()
+	var names []string
+	for _, s := range sr.Ended() {
+		names = append(names, s.Name())
+	}
+	if strings.Join(names, ",") != "seen" {
+		t.Errorf("the processor saw %v, want [seen]", names)
 	}
 }

@@ -142,6 +142,16 @@ func (p *Provider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer 
 // processors. Shut down the [Provider], not it, so that losses are counted.
 func (p *Provider) SDK() *sdktrace.TracerProvider { return p.tp }
 
+// RegisterSpanProcessor adds sp to the underlying SDK provider, as
+// sdktrace.TracerProvider.RegisterSpanProcessor does: the flight
+// recorder's span processor, for instance. It is safe for concurrent use.
+func (p *Provider) RegisterSpanProcessor(sp sdktrace.SpanProcessor) { p.tp.RegisterSpanProcessor(sp) }
+
+// UnregisterSpanProcessor removes sp from the underlying SDK provider.
+func (p *Provider) UnregisterSpanProcessor(sp sdktrace.SpanProcessor) {
+	p.tp.UnregisterSpanProcessor(sp)
+}
+
 // Backends lists the provider's backends, in order.
 func (p *Provider) Backends() []Backend {
 	out := make([]Backend, len(p.backends))

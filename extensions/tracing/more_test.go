@@ -209,3 +209,17 @@ func TestLangSmithPromptKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestTracerProviderAccessor checks that other extensions can find the
+// provider the spans come from: nil before Install, the given one after.
+func TestTracerProviderAccessor(t *testing.T) {
+	tp, _ := recorderTP(t)
+	ext := tracing.New(tracing.WithTracerProvider(tp))
+	if got := ext.TracerProvider(); got != nil {
+		t.Fatalf("before Install: %v", got)
+	}
+	newAgentExt(t, ext, nil)
+	if got := ext.TracerProvider(); got != tp {
+		t.Fatalf("after Install: %v, want the given provider", got)
+	}
+}

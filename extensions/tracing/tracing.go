@@ -160,6 +160,7 @@ func WithLangSmithPromptKeys(on bool) Option {
 type Extension struct {
 	cfg       config
 	tracer    trace.Tracer
+	tp        trace.TracerProvider // set at Install
 	ec        *harness.ExtensionContext
 	installed atomic.Bool
 
@@ -209,6 +210,13 @@ func New(opts ...Option) *Extension {
 	return e
 }
 
+// TracerProvider returns the provider the extension's spans come from:
+// the one given with [WithTracerProvider], else the global provider it
+// found at Install; nil before Install. Other extensions find it through
+// this method (the flight recorder registers its span processor on it
+// when it is an OpenTelemetry SDK provider).
+func (e *Extension) TracerProvider() trace.TracerProvider { return e.tp }
+
 // Name returns "tracing".
 func (e *Extension) Name() string { return ExtensionName }
 
@@ -237,6 +245,7 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 	if !c.captureSet {
 		c.capture = captureFromEnv(os.Getenv(CaptureContentEnv))
 	}
+	e.tp = tp
 	e.tracer = tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
 	e.ec = ec
 	if _, err := ec.AddMiddleware(interceptors{e}); err != nil {
