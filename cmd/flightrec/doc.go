@@ -3,7 +3,9 @@
 // incident bundles from their journals (after a crash too), shows a
 // bundle's timeline, verifies its checksums and pushes its spans to an
 // OTLP/HTTP endpoint such as Jaeger, an OpenTelemetry Collector or
-// LangSmith.
+// LangSmith. It is also a local trace viewer: it lists the runs of the
+// local trace file and of the recordings, prints a run's span tree, and
+// serves a web page with a waterfall of each run's spans.
 //
 // Usage:
 //
@@ -12,6 +14,11 @@
 //	flightrec show    [--json] FILE
 //	flightrec verify  FILE
 //	flightrec push    [--endpoint URL | --langsmith] [--timeout D] FILE
+//	flightrec runs    [--traces FILE] [--dir DIR] [-n N] [--json]
+//	flightrec trace   [--traces FILE] [--dir DIR] [--attrs] [RUN-ID | TRACE-ID | --last] [--follow]
+//	flightrec ui      [--addr HOST:PORT] [--listen-any] [--traces FILE] [--dir DIR]
+//
+// Every command prints its flags with -h or --help (and exits with 0).
 //
 // The recording directory is --dir, else $HARNESSX_FLIGHT_DIR, else
 // .harnessx/flight. It holds one subdirectory per agent session: the
@@ -19,12 +26,20 @@
 // session and span snapshots, and incidents/ with the bundles the
 // recorder exported by itself.
 //
+// The trace file is --traces, else $HARNESSX_TRACES_FILE, else
+// .harnessx/traces.jsonl: the OTLP JSON lines that the file exporter of
+// github.com/harnessx/harnessx/exporters writes (exporters.NewFile), the
+// offline default of the tracing extension.
+//
 // # list
 //
 // List prints each recording (agent, session, event count, time span),
 // its runs (status, events, start, duration, tool calls, tokens,
 // failures; "running" for a run without an end, as after a crash) and its
-// incident bundles. With --json it prints the same as JSON.
+// incident bundles. A run without an end counts the tokens of its model
+// responses. Failures are distinct failures: a failed model request
+// recorded as a failed response, an error and a failed run end is one.
+// With --json it prints the same as JSON.
 //
 // # export
 //
@@ -35,8 +50,11 @@
 // left by a killed process is skipped and counted in the manifest.
 // --include-artifacts adds the artifacts (such as spilled tool results)
 // that the recorder indexed and that still exist unchanged. Everything is
-// redacted again on the way. A progress bar goes to standard error when
-// it is a terminal or the journal is larger than 64 MiB.
+// redacted again on the way. An export that takes more than a second
+// shows its progress on standard error: bytes and events read of the
+// journal's total, and the rate since the start (rewritten in place on a
+// terminal, a line every two seconds elsewhere). A missing output
+// directory is reported as such.
 //
 // # show
 //
@@ -44,8 +62,10 @@
 // verification result, token and tool totals, then one line per event
 // with its offset from the first event, its step, its duration and a
 // summary. The first failure is marked with ">>>" and repeated at the end;
-// later failures are marked with "!". With --json it prints the same
-// timeline as JSON (durations in milliseconds).
+// later failure events are marked with "!". The header counts distinct
+// failures and the events that record them. With --json it prints the
+// same timeline as JSON (durations in milliseconds). Given a recording
+// directory instead of a bundle, show says so and points to export.
 //
 // # verify
 //
@@ -61,10 +81,51 @@
 // the OTLP/HTTP exporter. The endpoint is --endpoint (a full traces URL;
 // one without a path gets /v1/traces), else what the OTLP exporter reads
 // from OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT,
-// else http://localhost:4318/v1/traces. With --langsmith it sends to
+// else http://localhost:4318/v1/traces. An http:// endpoint is sent
+// plain HTTP, an https:// one TLS. With --langsmith it sends to
 // {LANGSMITH_ENDPOINT or https://api.smith.langchain.com}/otel/v1/traces
 // with the headers x-api-key: $LANGSMITH_API_KEY and Langsmith-Project:
-// $LANGSMITH_PROJECT. Failed uploads are retried until --timeout.
+// $LANGSMITH_PROJECT. A refused or reset connection, a timeout and a 5xx
+// or 429 answer are retried with backoff (100ms doubling to 2s) until
+// --timeout (default 30s) has passed; push then fails naming the last
+// error. Other answers (such as 400 or 401) fail at once.
+//
+// # runs
+//
+// Runs lists the most recent agent runs (-n, default 20; 0 for all),
+// oldest first, found in the trace file and in the recordings' span
+// snapshots and incident bundles (a span found in several places counts
+// once): start time, run ID, agent, status, duration, spans, tokens in
+// and out summed over the model calls, and the spans that record an
+// error, with the error type. A run is a root invoke_agent span with its
+// descendants; a subagent's spans belong to the run that called it. With
+// --json it prints the runs' summaries as JSON.
+//
+// # trace
+//
+// Trace prints one run as a tree of spans: each with its duration and
+// what matters about it (tokens with cache reads and writes, stop reason,
+// the prompt-cache prefix parts whose change broke the cache, tool and
+// run statuses, errors marked with ✗). The run is given by its run ID or
+// trace ID; without one, or with --last, it is the run that started last.
+// --attrs prints every attribute too, long values cut. --follow watches
+// the trace file and prints each new run as it completes (its root span
+// arrives), until interrupted; with --last it first prints the last run.
+//
+// # ui
+//
+// UI serves a web page on --addr (default 127.0.0.1:7318; port 0 picks a
+// free one) and prints its URL: the recent runs, a waterfall of the spans
+// of the run clicked, the attributes of the span clicked (system prompt,
+// input and output messages, tool definitions, usage, the prompt-cache
+// prefix key parts and which one broke the cache, every attribute), and
+// the recordings' incident bundles with their manifest and events. It
+// reads the files again when they change, so new runs appear. Attribute
+// values above 64 KiB are cut, with their full size shown. Traces hold
+// prompts and tool results, so ui listens on loopback addresses only and
+// answers only requests for a loopback host name; --listen-any allows
+// another address (anyone who can reach it can read the traces). It runs
+// until interrupted.
 //
 // # Exit status
 //

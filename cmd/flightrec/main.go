@@ -7,21 +7,26 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/harnessx/harnessx/cmd/flightrec/internal/progress"
 	"github.com/harnessx/harnessx/cmd/flightrec/internal/push"
 	"github.com/harnessx/harnessx/cmd/flightrec/internal/recordings"
 	"github.com/harnessx/harnessx/cmd/flightrec/internal/timeline"
 	"github.com/harnessx/harnessx/extensions/flight"
-	"github.com/schollz/progressbar/v3"
 )
 
 func main() {
-	err := run(os.Stdout, os.Stderr, os.Args[1:])
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newApp(ctx, os.Stdout, os.Stderr).run(os.Args[1:])
+	stop()
 	if err == nil {
 		return
 	}
@@ -43,6 +48,33 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // failf returns an error prefixed with "flightrec: ".
 func failf(format string, args ...any) error { return fmt.Errorf("flightrec: "+format, args...) }
 
+// errHelp is returned by parse when help was asked for and printed: exit
+// status 0.
+var errHelp = errors.New("flightrec: help requested")
+
+// app holds what the commands share: the output, the context that an
+// interrupt cancels (ui and trace --follow run until it is done), and the
+// timings that tests shorten.
+type app struct {
+	ctx            context.Context
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// pollInterval is the time between two reads of trace --follow.
+	pollInterval time.Duration
+	// progressDelay is how long an export runs before it shows progress
+	// (negative: at once).
+	progressDelay time.Duration
+	// pushBackoff paces the retries of push.
+	pushBackoff push.Backoff
+	// serving, if set, is told the URL ui serves on.
+	serving func(url string)
+}
+
+func newApp(ctx context.Context, stdout, stderr io.Writer) *app {
+	return &app{ctx: ctx, stdout: stdout, stderr: stderr, getenv: os.Getenv,
+		pollInterval: 500 * time.Millisecond, progressDelay: time.Second}
+}
+
 const usage = `usage: flightrec <command> [flags] [args]
 
 commands:
@@ -53,13 +85,32 @@ commands:
   verify  FILE                                  check every member's checksum
   push    [--endpoint URL | --langsmith] [--timeout D] FILE
                                                 send a bundle's spans over OTLP/HTTP
+  runs    [--traces FILE] [--dir DIR] [-n N]    list recent runs from the trace file and recordings
+  trace   [--traces FILE] [--dir DIR] [--attrs] [RUN-ID | TRACE-ID | --last] [--follow]
+                                                print a run's span tree
+  ui      [--addr HOST:PORT] [--listen-any] [--traces FILE] [--dir DIR]
+                                                serve the trace viewer web page
 
 The recording directory is --dir, else $HARNESSX_FLIGHT_DIR, else .harnessx/flight.
+The trace file is --traces, else $HARNESSX_TRACES_FILE, else .harnessx/traces.jsonl.
 Run 'go doc github.com/harnessx/harnessx/cmd/flightrec' for the manual.
 `
 
 // run is the whole command; main only maps its error to an exit status.
 func run(stdout, stderr io.Writer, args []string) error {
+	return newApp(context.Background(), stdout, stderr).run(args)
+}
+
+func (a *app) run(args []string) error {
+	err := a.dispatch(args)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func (a *app) dispatch(args []string) error {
+	stdout, stderr := a.stdout, a.stderr
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return usagef("no command")
@@ -69,13 +120,19 @@ func run(stdout, stderr io.Writer, args []string) error {
 	case "list":
 		return cmdList(stdout, stderr, args)
 	case "export":
-		return cmdExport(stdout, stderr, args)
+		return a.cmdExport(args)
 	case "show":
 		return cmdShow(stdout, stderr, args)
 	case "verify":
 		return cmdVerify(stdout, stderr, args)
 	case "push":
-		return cmdPush(stdout, stderr, args)
+		return a.cmdPush(args)
+	case "runs":
+		return a.cmdRuns(args)
+	case "trace":
+		return a.cmdTrace(args)
+	case "ui":
+		return a.cmdUI(args)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -85,19 +142,35 @@ func run(stdout, stderr io.Writer, args []string) error {
 }
 
 // parse parses flags that may come before or after the positional
-// arguments, and checks the number of positional arguments.
-func parse(fs *flag.FlagSet, stderr io.Writer, args []string, nargs int, argName string) ([]string, error) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: flightrec %s [flags]%s\n", fs.Name(), map[bool]string{true: " " + argName, false: ""}[nargs > 0])
+// arguments, and checks the number of positional arguments (nargs; -1
+// for zero or one). Help (-h, --help) prints the usage to stdout and
+// returns errHelp; a mistake prints it to stderr, once, and returns a
+// usage error (the flag package's own message is not printed: main
+// prints the error).
+func parse(fs *flag.FlagSet, stdout, stderr io.Writer, args []string, nargs int, argName string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	printUsage := func(w io.Writer) {
+		arg := ""
+		switch {
+		case nargs > 0:
+			arg = " " + argName
+		case nargs < 0:
+			arg = " [" + argName + "]"
+		}
+		fmt.Fprintf(w, "usage: flightrec %s [flags]%s\n", fs.Name(), arg)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
+	fs.Usage = func() {} // parse prints the usage itself, once
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, usagef("%s: help requested", fs.Name())
+				printUsage(stdout)
+				return nil, errHelp
 			}
+			printUsage(stderr)
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
 		args = fs.Args()
@@ -107,10 +180,19 @@ func parse(fs *flag.FlagSet, stderr io.Writer, args []string, nargs int, argName
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+	// After parsing, fs.Usage serves the command's own usage mistakes.
+	fs.Usage = func() { printUsage(stderr) }
+	if nargs < 0 && len(pos) <= 1 {
+		return pos, nil
+	}
 	if len(pos) != nargs {
-		fs.Usage()
-		if nargs == 0 {
-			return nil, usagef("%s: unexpected argument %q", fs.Name(), pos[0])
+		printUsage(stderr)
+		if nargs <= 0 {
+			extra := pos[0]
+			if nargs < 0 {
+				extra = pos[1]
+			}
+			return nil, usagef("%s: unexpected argument %q", fs.Name(), extra)
 		}
 		return nil, usagef("%s: want %d argument (%s), got %d", fs.Name(), nargs, argName, len(pos))
 	}
@@ -132,7 +214,7 @@ func cmdList(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("list", flag.ContinueOnError)
 	dir := dirFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parse(fs, stderr, args, 0, ""); err != nil {
+	if _, err := parse(fs, stdout, stderr, args, 0, ""); err != nil {
 		return err
 	}
 	recs, err := recordings.Scan(rootDir(*dir))
@@ -149,7 +231,8 @@ func cmdList(stdout, stderr io.Writer, args []string) error {
 			fmt.Fprintln(stdout)
 		}
 		fmt.Fprintf(stdout, "recording %s (agent %s, session %s)\n", r.Name, r.Agent, r.SessionID)
-		fmt.Fprintf(stdout, "  %d events in %d segments (%s), %s .. %s\n", r.Events, r.Segments, size(r.Bytes), stamp(r.First), stamp(r.Last))
+		fmt.Fprintf(stdout, "  %s in %s (%s), %s .. %s\n", count(r.Events, "event", "events"), count(r.Segments, "segment", "segments"),
+			size(r.Bytes), stamp(r.First), stamp(r.Last))
 		if r.Torn+r.Corrupt > 0 {
 			fmt.Fprintf(stdout, "  %d torn and %d corrupt lines skipped\n", r.Torn, r.Corrupt)
 		}
@@ -178,21 +261,18 @@ func stamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-func size(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+func size(n int64) string { return progress.Size(n) }
+
+// count is "1 segment", "2 segments".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d B", n)
+	return fmt.Sprintf("%d %s", n, many)
 }
 
-// progressThreshold is the journal size above which export shows a
-// progress bar even when stderr is not a terminal.
-const progressThreshold = 64 << 20
-
-func cmdExport(stdout, stderr io.Writer, args []string) error {
+func (a *app) cmdExport(args []string) error {
+	stdout, stderr := a.stdout, a.stderr
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	dir := dirFlag(fs)
 	runID := fs.String("run", "", "export only the run with this ID")
@@ -200,7 +280,7 @@ func cmdExport(stdout, stderr io.Writer, args []string) error {
 	recName := fs.String("recording", "", "recording (session directory) to export; default the most recent")
 	arts := fs.Bool("include-artifacts", false, "include the recorded artifacts (spilled results and the like)")
 	out := fs.String("o", "", "output file (.tar.gz); - for standard output")
-	if _, err := parse(fs, stderr, args, 0, ""); err != nil {
+	if _, err := parse(fs, stdout, stderr, args, 0, ""); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -242,18 +322,22 @@ func cmdExport(stdout, stderr io.Writer, args []string) error {
 		rec = recs[len(recs)-1]
 	}
 	opts := flight.ExportOptions{RunID: *runID, IncludeArtifacts: *arts}
-	if isTerminal(stderr) || rec.Bytes > progressThreshold {
-		bar := progressbar.NewOptions64(rec.Bytes,
-			progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("exporting "+rec.Name),
-			progressbar.OptionShowBytes(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)
-		opts.Progress = func(n int64) { bar.Add64(n) }
-		defer bar.Finish()
+	// Progress shows on standard error once the export has run for a
+	// second: bytes as each journal segment is read, and its events,
+	// counted when the recording was scanned.
+	rep := progress.New(stderr, progress.Options{Label: "exporting " + rec.Name, TotalBytes: rec.Bytes, TotalEvents: rec.Events,
+		Terminal: isTerminal(stderr), Delay: a.progressDelay})
+	seg := 0
+	opts.Progress = func(n int64) {
+		rep.AddBytes(n)
+		if seg < len(rec.SegmentEvents) {
+			rep.AddEvents(rec.SegmentEvents[seg])
+			seg++
+		}
 	}
-	m, err := writeExport(stdout, *out, rec.Dir, opts)
+	rep.Start()
+	m, err := writeExport(a.ctx, stdout, *out, rec.Dir, opts)
+	rep.Stop()
 	if err != nil {
 		return failf("export: %v", err)
 	}
@@ -290,28 +374,51 @@ func countArtifacts(m *flight.Manifest) int {
 }
 
 // writeExport writes the bundle to a temporary file beside out and renames
-// it, so that a failed export leaves no partial bundle.
-func writeExport(stdout io.Writer, out, dir string, opts flight.ExportOptions) (*flight.Manifest, error) {
-	ctx := context.Background()
+// it, so that a failed export leaves no partial bundle. Its errors name
+// out, never the temporary file.
+func writeExport(ctx context.Context, stdout io.Writer, out, dir string, opts flight.ExportOptions) (*flight.Manifest, error) {
 	if out == "-" {
 		return flight.ExportJournal(ctx, dir, stdout, opts)
 	}
-	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp*")
+	outDir := filepath.Dir(out)
+	if fi, err := os.Stat(outDir); err != nil || !fi.IsDir() {
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("cannot write %s: the directory %s does not exist", out, outDir)
+		}
+		return nil, fmt.Errorf("cannot write %s: %v", out, pathless(err))
+	}
+	f, err := os.CreateTemp(outDir, "."+filepath.Base(out)+".tmp*")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot write %s: %v", out, pathless(err))
 	}
 	m, err := flight.ExportJournal(ctx, dir, f, opts)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("cannot write %s: %v", out, pathless(cerr))
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), out)
+		if rerr := os.Rename(f.Name(), out); rerr != nil {
+			err = fmt.Errorf("cannot write %s: %v", out, pathless(rerr))
+		}
 	}
 	if err != nil {
 		os.Remove(f.Name())
 		return nil, err
 	}
 	return m, nil
+}
+
+// pathless returns the cause of a path error without the path (the
+// caller names the path once), or err itself.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 func isTerminal(w io.Writer) bool {
@@ -324,9 +431,12 @@ func isTerminal(w io.Writer) bool {
 }
 
 func readBundle(cmd, file string) (*flight.Bundle, error) {
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return nil, failf("%s: %s is a directory, not a bundle (to build a bundle from a recording, use flightrec export)", cmd, file)
+	}
 	b, err := flight.ReadBundleFile(file, flight.ReadOptions{})
 	if err != nil {
-		return nil, failf("%s: %s: %v", cmd, file, strings.TrimPrefix(err.Error(), "flight: "))
+		return nil, failf("%s: %s: %v", cmd, file, strings.TrimPrefix(pathless(err).Error(), "flight: "))
 	}
 	return b, nil
 }
@@ -334,7 +444,7 @@ func readBundle(cmd, file string) (*flight.Bundle, error) {
 func cmdShow(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("show", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the timeline as JSON")
-	pos, err := parse(fs, stderr, args, 1, "FILE")
+	pos, err := parse(fs, stdout, stderr, args, 1, "FILE")
 	if err != nil {
 		return err
 	}
@@ -354,7 +464,7 @@ func cmdShow(stdout, stderr io.Writer, args []string) error {
 
 func cmdVerify(stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	pos, err := parse(fs, stderr, args, 1, "FILE")
+	pos, err := parse(fs, stdout, stderr, args, 1, "FILE")
 	if err != nil {
 		return err
 	}
@@ -395,16 +505,17 @@ func cmdVerify(stdout, stderr io.Writer, args []string) error {
 	return nil
 }
 
-func cmdPush(stdout, stderr io.Writer, args []string) error {
+func (a *app) cmdPush(args []string) error {
+	stdout, stderr := a.stdout, a.stderr
 	fs := flag.NewFlagSet("push", flag.ContinueOnError)
 	endpoint := fs.String("endpoint", "", "OTLP/HTTP traces URL (default from OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); a URL without a path gets /v1/traces")
 	langsmith := fs.Bool("langsmith", false, "send to LangSmith: {LANGSMITH_ENDPOINT}/otel/v1/traces with LANGSMITH_API_KEY and LANGSMITH_PROJECT")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long, retries included")
-	pos, err := parse(fs, stderr, args, 1, "FILE")
+	pos, err := parse(fs, stdout, stderr, args, 1, "FILE")
 	if err != nil {
 		return err
 	}
-	target, err := push.Resolve(*endpoint, *langsmith, os.Getenv)
+	target, err := push.Resolve(*endpoint, *langsmith, a.getenv)
 	if err != nil {
 		return usagef("push: %v", err)
 	}
@@ -423,9 +534,11 @@ func cmdPush(stdout, stderr io.Writer, args []string) error {
 	if n == 0 {
 		return failf("push: %s: the bundle has no spans", pos[0])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	if err := push.Send(ctx, target, req, *timeout); err != nil {
+	if err := push.Send(a.ctx, target, req, *timeout, a.pushBackoff); err != nil {
+		var gu *push.GiveUpError
+		if errors.As(err, &gu) {
+			return failf("push: %s: no success within --timeout %s (%d attempts): %v", target.Display, *timeout, gu.Attempts, gu.Err)
+		}
 		return failf("push: %s: %v", target.Display, err)
 	}
 	fmt.Fprintf(stdout, "pushed %d spans to %s\n", n, target.Display)

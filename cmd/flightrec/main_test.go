@@ -256,6 +256,12 @@ func TestGolden(t *testing.T) {
 		{name: "usage_run_and_last", args: []string{"export", "--run", "x", "--last", "-o", bundle}},
 		{name: "usage_show_no_file", args: []string{"show"}},
 		{name: "show_not_a_bundle", args: []string{"show", filepath.Join(root, "alpha", flight.RecordingInfoName)}},
+		{name: "show_directory", args: []string{"show", filepath.Join(root, "alpha")}},
+		{name: "show_missing_file", args: []string{"show", filepath.Join(out, "missing.tar.gz")}},
+		{name: "show_bogus_flag", args: []string{"show", "--bogus", whole}},
+		{name: "show_help", args: []string{"show", "-h"}},
+		{name: "verify_help", args: []string{"verify", "--help"}},
+		{name: "export_missing_dir", args: []string{"export", "--dir", root, "--last", "-o", filepath.Join(out, "no", "such", "b.tar.gz")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

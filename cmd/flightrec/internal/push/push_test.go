@@ -23,11 +23,11 @@ func TestResolve(t *testing.T) {
 		err       error
 		anyErr    bool
 	}{
-		{name: "default", getenv: env(), want: Target{Display: "http://localhost:4318/v1/traces"}},
+		{name: "default", getenv: env(), want: Target{URL: "http://localhost:4318/v1/traces", Display: "http://localhost:4318/v1/traces"}},
 		{name: "otlp env", getenv: env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
-			want: Target{Display: "http://collector:4318/v1/traces"}},
+			want: Target{URL: "http://collector:4318/v1/traces", Display: "http://collector:4318/v1/traces"}},
 		{name: "traces env", getenv: env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://c:4318/custom"),
-			want: Target{Display: "http://c:4318/custom"}},
+			want: Target{URL: "http://c:4318/custom", Display: "http://c:4318/custom"}},
 		{name: "flag without path", endpoint: "http://127.0.0.1:4318", getenv: env(),
 			want: Target{URL: "http://127.0.0.1:4318/v1/traces", Display: "http://127.0.0.1:4318/v1/traces"}},
 		{name: "flag with path", endpoint: "https://otel.example.com/api/traces", getenv: env(),

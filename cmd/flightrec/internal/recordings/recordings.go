@@ -9,10 +9,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harnessx/harnessx/cmd/flightrec/internal/failures"
 	"github.com/harnessx/harnessx/extensions/flight"
 )
 
-// Run summarizes one run of a recording.
+// Run summarizes one run of a recording. Its tokens are those of its
+// run_end event, or, for a run without one (a killed process), the sum of
+// its model responses. Failures counts distinct failures
+// (failures.Counter).
 type Run struct {
 	ID           string    `json:"id"`
 	Status       string    `json:"status"` // "running" when no run_end was recorded
@@ -48,6 +52,9 @@ type Recording struct {
 	Runs      []*Run           `json:"runs"`
 	Incidents []Incident       `json:"incidents"`
 	Stats     flight.ReadStats `json:"-"`
+	// SegmentEvents counts the events of each segment read, in order, so
+	// that a later read of the journal can report events as segments end.
+	SegmentEvents []int `json:"-"`
 }
 
 // ErrNoRecordings is returned when the root holds no recording.
@@ -105,6 +112,10 @@ func ScanOne(dir string) (*Recording, error) {
 		r.Agent, r.SessionID = info.Agent, info.SessionID
 	}
 	runs := map[string]*Run{}
+	var fails failures.Counter
+	type usage struct{ in, out int64 }
+	responses := map[string]*usage{} // model response usage by run
+	counted := 0                     // events of the segments before
 	st, err := flight.ReadJournal(dir, func(_ []byte, e *flight.Event) error {
 		r.Events++
 		if r.First.IsZero() || e.Time.Before(r.First) {
@@ -138,14 +149,29 @@ func ScanOne(dir string) (*Recording, error) {
 			run.InputTokens, run.OutputTokens = e.InputTokens, e.OutputTokens
 		case flight.KindToolCall:
 			run.ToolCalls++
+		case flight.KindModelResponse:
+			u := responses[e.RunID]
+			if u == nil {
+				u = &usage{}
+				responses[e.RunID] = u
+			}
+			u.in += e.InputTokens
+			u.out += e.OutputTokens
 		}
-		if e.IsFailure() {
-			run.Failures++
-		}
+		fails.Add(e)
 		return nil
-	}, nil)
+	}, func(int64) {
+		r.SegmentEvents = append(r.SegmentEvents, r.Events-counted)
+		counted = r.Events
+	})
 	if err != nil {
 		return nil, err
+	}
+	for _, run := range r.Runs {
+		run.Failures = fails.Run(run.ID)
+		if u := responses[run.ID]; u != nil && run.Status == "running" {
+			run.InputTokens, run.OutputTokens = u.in, u.out
+		}
 	}
 	r.Stats = st
 	r.Segments, r.Bytes, r.Torn, r.Corrupt = st.Segments, st.Bytes, st.Torn, st.Corrupt

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/harnessx/harnessx/cmd/flightrec/internal/failures"
 	"github.com/harnessx/harnessx/extensions/flight"
 )
 
@@ -35,20 +36,23 @@ type Timeline struct {
 
 // Totals sums a bundle's events.
 type Totals struct {
-	Events              int            `json:"events"`
-	ModelRequests       int            `json:"model_requests"`
-	InputTokens         int64          `json:"input_tokens"`
-	OutputTokens        int64          `json:"output_tokens"`
-	CacheReadTokens     int64          `json:"cache_read_tokens"`
-	CacheCreationTokens int64          `json:"cache_creation_tokens"`
-	ReasoningTokens     int64          `json:"reasoning_tokens"`
-	ToolCalls           int            `json:"tool_calls"`
-	ToolFailures        int            `json:"tool_failures"`
-	Failures            int            `json:"failures"`
-	Spans               int            `json:"spans"`
-	Artifacts           []string       `json:"artifacts"`
-	MissingArtifacts    []string       `json:"missing_artifacts,omitempty"`
-	Redactions          map[string]int `json:"redactions"`
+	Events              int   `json:"events"`
+	ModelRequests       int   `json:"model_requests"`
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	ReasoningTokens     int64 `json:"reasoning_tokens"`
+	ToolCalls           int   `json:"tool_calls"`
+	ToolFailures        int   `json:"tool_failures"`
+	// Failures counts distinct failures (failures.Counter); FailureEvents
+	// counts the events that record one, repeats included.
+	Failures         int            `json:"failures"`
+	FailureEvents    int            `json:"failure_events"`
+	Spans            int            `json:"spans"`
+	Artifacts        []string       `json:"artifacts"`
+	MissingArtifacts []string       `json:"missing_artifacts,omitempty"`
+	Redactions       map[string]int `json:"redactions"`
 }
 
 // Entry is one line of the timeline.
@@ -110,6 +114,7 @@ func Build(name string, b *flight.Bundle) (*Timeline, error) {
 		}
 	}
 	tl.Duration = Millis(tl.End.Sub(tl.Start))
+	var fails failures.Counter
 	for i := range evs {
 		e := &evs[i]
 		t.Events++
@@ -129,8 +134,11 @@ func Build(name string, b *flight.Bundle) (*Timeline, error) {
 			}
 		}
 		fail := e.IsFailure()
-		if fail {
+		if fails.Add(e) {
 			t.Failures++
+		}
+		if fail {
+			t.FailureEvents++
 			if tl.FirstFailure < 0 {
 				tl.FirstFailure = len(tl.Entries)
 			}
@@ -166,7 +174,7 @@ func detail(e *flight.Event) string {
 			add("tokens in %d out %d", e.InputTokens, e.OutputTokens)
 		}
 	case flight.KindModelRequest:
-		add("%s, %d messages", e.Model, e.Messages)
+		add("%s, %d %s", e.Model, e.Messages, plural(e.Messages, "message", "messages"))
 	case flight.KindModelResponse:
 		add("%s", e.Model)
 		if e.Error == "" {
@@ -226,10 +234,10 @@ func (tl *Timeline) WriteText(w io.Writer) error {
 	p("runs:      %s\n", strings.Join(tl.RunIDs, ", "))
 	p("time:      %s .. %s (%s)\n", tl.Start.UTC().Format(time.RFC3339Nano), tl.End.UTC().Format(time.RFC3339Nano), time.Duration(tl.Duration))
 	t := tl.Totals
-	p("model:     %d requests; tokens in %d (cache read %d, cache write %d), out %d (reasoning %d)\n",
-		t.ModelRequests, t.InputTokens, t.CacheReadTokens, t.CacheCreationTokens, t.OutputTokens, t.ReasoningTokens)
-	p("tools:     %d calls, %d failed\n", t.ToolCalls, t.ToolFailures)
-	p("failed:    %d events\n", t.Failures)
+	p("model:     %d %s; tokens in %d (cache read %d, cache write %d), out %d (reasoning %d)\n",
+		t.ModelRequests, plural(t.ModelRequests, "request", "requests"), t.InputTokens, t.CacheReadTokens, t.CacheCreationTokens, t.OutputTokens, t.ReasoningTokens)
+	p("tools:     %d %s, %d failed\n", t.ToolCalls, plural(t.ToolCalls, "call", "calls"), t.ToolFailures)
+	p("failures:  %d (%d %s)\n", t.Failures, t.FailureEvents, plural(t.FailureEvents, "event", "events"))
 	p("spans:     %d   artifacts: %d", t.Spans, len(t.Artifacts))
 	if len(t.MissingArtifacts) > 0 {
 		p(" (%d missing)", len(t.MissingArtifacts))
@@ -275,6 +283,13 @@ func (tl *Timeline) WriteText(w io.Writer) error {
 		p("\nno failure recorded\n")
 	}
 	return ew.err
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // WriteJSON prints the timeline as indented JSON.
