@@ -93,7 +93,7 @@ func runAgents(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 	}
 	writer, err := harness.New(
 		harness.WithName("writer"),
-		harness.WithModel("claude-haiku-4-5"),
+		harness.WithModel("claude-haiku-5-5"),
 		// Invocation parameters: each chat span records them, with the
 		// model and whether the reply streamed.
 		harness.WithMaxTokens(512),
@@ -120,7 +120,7 @@ func runAgents(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 
 	coordinator, err := harness.New(
 		harness.WithName("coordinator"),
-		harness.WithModel("claude-sonnet-4-5"),
+		harness.WithModel("claude-sonnet-5-5"),
 		harness.WithMaxTokens(1024),
 		harness.WithTemperature(0.2),
 		harness.WithSystemPrompt("You coordinate status reports. Delegate writing to the writer."),

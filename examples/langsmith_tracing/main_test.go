@@ -138,12 +138,12 @@ func checkSpans(t *testing.T, reqs []*coltracepb.ExportTraceServiceRequest) {
 func checkInvocationParams(t *testing.T, spans []*tracepb.Span) {
 	t.Helper()
 	want := map[string]map[string]string{
-		"chat claude-sonnet-4-5": {
-			"gen_ai.request.model": "claude-sonnet-4-5", "gen_ai.request.max_tokens": "1024",
+		"chat claude-sonnet-5-5": {
+			"gen_ai.request.model": "claude-sonnet-5-5", "gen_ai.request.max_tokens": "1024",
 			"gen_ai.request.temperature": "0.2", "gen_ai.request.stream": "false",
 		},
-		"chat claude-haiku-4-5": {
-			"gen_ai.request.model": "claude-haiku-4-5", "gen_ai.request.max_tokens": "512",
+		"chat claude-haiku-5-5": {
+			"gen_ai.request.model": "claude-haiku-5-5", "gen_ai.request.max_tokens": "512",
 			"gen_ai.request.temperature": "0.7", "gen_ai.request.stream": "false",
 		},
 	}

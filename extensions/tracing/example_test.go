@@ -34,7 +34,7 @@ func Example() {
 	ext := tracing.New(tracing.WithTracerProvider(tp))
 	agent, err := harness.New(
 		harness.WithProvider(provider),
-		harness.WithModel("claude-sonnet-4-5"),
+		harness.WithModel("claude-sonnet-5-5"),
 		harness.WithName("weatherbot"),
 		harness.WithTools(weather),
 		harness.WithExtensions(ext),
@@ -66,9 +66,9 @@ func Example() {
 	fmt.Printf("%+v\n", ext.Stats())
 	// Output:
 	// invoke_agent weatherbot (chain)
-	//   chat claude-sonnet-4-5 (llm)
+	//   chat claude-sonnet-5-5 (llm)
 	//   execute_tool weather (tool)
-	//   chat claude-sonnet-4-5 (llm)
+	//   chat claude-sonnet-5-5 (llm)
 	// {Runs:1 ModelRequests:2 ToolCalls:1 Errors:0 Redacted:0 Truncated:0 TruncatedBytes:0}
 }
 
