@@ -89,7 +89,7 @@
     clear(probs);
     for (const p of data.problems) probs.appendChild(el("li", "failed", p));
     $("problems-box").hidden = data.problems.length === 0;
-    setStatus(data.runs.length + " runs, updated " + new Date().toLocaleTimeString());
+    setStatus(data.runs.length + (data.runs.length === 1 ? " run" : " runs") + ", updated " + new Date().toLocaleTimeString());
   }
 
   function attr(span, key) {
