@@ -99,6 +99,10 @@ func run(ctx context.Context, w io.Writer) error {
 
 	res, err := agent.Run(ctx, "Why was the last invoice run late?")
 	fmt.Fprintf(w, "run %s: %s: %v\n", res.RunID, res.Status, err)
+	// The bundle is written in the background: wait for it.
+	if err := rec.Flush(ctx); err != nil {
+		return err
+	}
 	incidents := rec.Incidents()
 	if len(incidents) == 0 {
 		return errors.New("no incident bundle was written")

@@ -353,10 +353,14 @@ func (x *Extension) Teardown(ctx context.Context) error {
 	return err
 }
 
-// Flush writes the journal's pending events now. It returns the journal's
+// Flush waits for the incident bundles being written in the background,
+// then writes the journal's pending events now. It returns the journal's
 // write error while writes fail (see [Journal]), nil once one succeeds
 // again. It honours ctx.
 func (x *Extension) Flush(ctx context.Context) error {
+	if err := x.waitBundles(ctx); err != nil {
+		return err
+	}
 	x.mu.Lock()
 	j := x.journal
 	x.mu.Unlock()

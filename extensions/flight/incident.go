@@ -29,6 +29,7 @@ type bundleJob struct {
 	spans         []sdktrace.ReadOnlySpan
 	dropped       uint64
 	reply         chan bundleResult // Trigger's; nil for automatic bundles
+	barrier       bool              // Flush's: build nothing, reply
 }
 
 type bundleResult struct {
@@ -130,6 +131,10 @@ func (x *Extension) bundler() {
 	defer close(x.bundleDone)
 	ctx := context.Background()
 	write := func(job *bundleJob) {
+		if job.barrier {
+			job.reply <- bundleResult{}
+			return
+		}
 		path, err := x.build(ctx, job)
 		if job.reply != nil {
 			job.reply <- bundleResult{path, err}
@@ -152,6 +157,32 @@ func (x *Extension) bundler() {
 			}
 		}
 	}
+}
+
+// waitBundles waits until the bundles queued so far are written. It
+// honours ctx.
+func (x *Extension) waitBundles(ctx context.Context) error {
+	x.mu.Lock()
+	queued := x.started && !x.closing
+	x.mu.Unlock()
+	if !queued {
+		return nil
+	}
+	job := &bundleJob{barrier: true, reply: make(chan bundleResult, 1)}
+	select {
+	case x.bundleQ <- job:
+	case <-x.bundleDone:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-job.reply:
+	case <-x.bundleDone:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // Trigger exports an incident bundle now, with the events in the ring,
