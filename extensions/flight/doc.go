@@ -14,17 +14,45 @@
 //
 // Events go to two places: a bounded in-memory ring, and an append-only
 // [Journal] of JSON lines in size-capped segment files
-// (seg-00000001.jsonl, …) under <dir>/<session ID>/, where dir comes from
-// [WithDir], else $HARNESSX_FLIGHT_DIR, else .harnessx/flight. Past the
-// journal's total cap the oldest segments are deleted. An append only
-// encodes the event into preallocated buffers; a writer goroutine writes
-// each batch a few milliseconds later with plain write(2) calls, so a
-// process killed with SIGKILL leaves everything up to the last batch on
-// disk, and readers skip a torn last line. Beside the journal the recorder
-// keeps the latest session snapshot (session.json), the spans of its
-// traces (spans.json) and, with [WithIncludeArtifacts], an index of the
-// agent's artifacts (artifacts.json), so that an export after a crash has
-// them. Close the agent to flush the journal and stop the goroutine.
+// (seg-00000001.jsonl, …, mode 0600) under <dir>/<session ID>/, where dir
+// comes from [WithDir], else $HARNESSX_FLIGHT_DIR, else .harnessx/flight.
+// Past the journal's total cap the oldest segments are deleted. An append
+// only encodes the event into preallocated buffers; a writer goroutine
+// that does nothing but write writes each batch a few milliseconds later
+// with plain write(2) calls (and when that goroutine is starved of CPU,
+// the next append writes the batch itself), so a process killed with
+// SIGKILL leaves on disk everything accepted more than a few tens of
+// milliseconds before, and readers skip a torn last line.
+//
+// A write that fails (disk full, file size limit) loses its batch: the
+// events are counted in [Stats].Lost, the first failure is logged through
+// the agent's logger (then at most once a minute), and Flush returns the
+// error; a cut line is removed, and writing resumes by itself as soon as
+// the disk takes data again, which clears the error.
+//
+// Beside the journal the recorder keeps the latest session snapshot
+// (session.json), the spans of its most recent traces (spans.json, OTLP
+// JSON with hex IDs) and, with [WithIncludeArtifacts], its own copies of
+// the agent's artifacts with their index (artifacts.json), so that an
+// export after a crash has them. A snapshotter goroutine writes them, so
+// that neither runs nor journal writes wait for them: the session and the
+// spans at most once per snapshot interval ([WithSnapshotInterval]),
+// backing off when a snapshot is slow; a turn's completion writes the
+// session itself only while that is cheap (see
+// [Extension.OnTurnComplete]). Artifacts are copied as each tool call ends
+// (hard links when on the same file system, copies otherwise) into
+// <recording>/artifacts/<extension>/<name>, only the new ones, within
+// [WithArtifactLimit]; past it new artifacts are skipped, named in the
+// index and exports with the reason, and counted. A turn's completion
+// makes sure its artifacts are copied, so they survive the extension that
+// removes them at Close, and [ExportJournal] includes them after the
+// process is gone.
+//
+// When the journal opens, the oldest other recordings under the root
+// directory are deleted past [WithRecordingLimits] (50 recordings, 2 GiB
+// by default); a recording in use, by this process or another, is locked
+// and never deleted. Close the agent to flush the journal and stop the
+// goroutines.
 //
 // # Spans
 //
@@ -40,19 +68,26 @@
 // them) or a call of [Extension.Trigger] exports a bundle into
 // <recording>/incidents/: a .tar.gz holding manifest.json ([Manifest]:
 // format version, times, agent, run and session IDs, counts by kind,
-// SHA-256 and size of every other member, redaction summary),
-// events.jsonl, spans.json, session.json and, only when asked,
-// artifacts/<extension>/<name>. [ExportJournal] builds the same bundle
-// from a journal on disk; [BundleWriter] and [ReadBundle] are the writer
-// and the verifying reader that the flightrec command shares.
-// [ReadBundle] rejects hostile archives: unsafe member paths, links,
-// oversized members, truncated or corrupt compression. It extracts nothing
-// to disk.
+// SHA-256 and size of every other member, redaction summary, missing
+// artifacts with the reason), events.jsonl, spans.json, session.json and,
+// only when asked, artifacts/<extension>/<name>. Automatic bundles are
+// written by a background goroutine from copies taken when the trigger
+// fires, so a failed run does not wait for its bundle; they are limited to
+// [WithIncidentRate] (10 a minute by default; the others are counted in
+// [Stats].IncidentsSuppressed). Trigger waits for its bundle; Flush and
+// Close wait for the pending ones. After each bundle the oldest are
+// deleted past [WithIncidentLimits] (100 bundles, 1 GiB by default).
+// [ExportJournal] builds the same bundle from a journal on disk;
+// [BundleWriter] and [ReadBundle] are the writer and the verifying reader
+// that the flightrec command shares. [ReadBundle] rejects hostile
+// archives: unsafe member paths, links, oversized members, truncated or
+// corrupt compression. It extracts nothing to disk.
 //
 // # Redaction
 //
-// Secrets are redacted before anything is written, journal and bundle
-// alike: provider API keys (sk-…, sk-ant-…), Bearer tokens, AWS access and
+// Secrets are redacted before anything the recorder encodes is written,
+// journal, snapshots and bundles alike (artifact copies are kept as the
+// extension stored them, and redacted when they go into a bundle): provider API keys (sk-…, sk-ant-…), Bearer tokens, AWS access and
 // secret keys, and the values of variables and JSON keys whose names
 // contain KEY, TOKEN, SECRET or PASSWORD (case-insensitive), plus the
 // rules and functions given with [WithRedactRules] and [WithRedactor].

@@ -112,16 +112,14 @@ func (x *Extension) autoTrigger(reason, runID string) {
 	select {
 	case x.bundleQ <- job:
 	default:
-		x.suppressed.Add(1)
-		x.ec.Logger().Warn("flight: incident bundle suppressed: too many waiting", "reason", reason)
+		x.suppress(reason, "too many bundles waiting")
 	}
 }
 
+// suppress counts a suppressed automatic bundle; the first is logged.
 func (x *Extension) suppress(reason, why string) {
-	if x.suppressed.Add(1) == 1 || x.ec == nil {
-		if x.ec != nil {
-			x.ec.Logger().Warn("flight: incident bundle suppressed", "reason", reason, "why", why)
-		}
+	if x.suppressed.Add(1) == 1 {
+		x.ec.Logger().Warn("flight: incident bundles suppressed; Stats counts them", "reason", reason, "why", why)
 	}
 }
 
