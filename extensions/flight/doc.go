@@ -87,7 +87,8 @@
 //
 // Secrets are redacted before anything the recorder encodes is written,
 // journal, snapshots and bundles alike (artifact copies are kept as the
-// extension stored them, and redacted when they go into a bundle): provider API keys (sk-…, sk-ant-…), Bearer tokens, AWS access and
+// extension stored them, and redacted when they go into a bundle):
+// provider API keys (sk-…, sk-ant-…), Bearer tokens, AWS access and
 // secret keys, and the values of variables and JSON keys whose names
 // contain KEY, TOKEN, SECRET or PASSWORD (case-insensitive), plus the
 // rules and functions given with [WithRedactRules] and [WithRedactor].
