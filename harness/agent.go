@@ -25,7 +25,8 @@ type Option func(*config)
 //   - permission manager AllowAll();
 //   - logger slog.Default() at the time New is called;
 //   - a random session ID;
-//   - no retries (providers built on vendor SDKs retry themselves).
+//   - no retries (providers built on vendor SDKs retry themselves);
+//   - no step runner: model requests and tool calls run directly.
 type config struct {
 	provider    Provider
 	model       string
@@ -39,6 +40,7 @@ type config struct {
 	logger      *slog.Logger
 	sessionID   string
 	retry       RetryPolicy
+	steps       StepRunner
 
 	tools      []*Tool
 	middleware []Middleware

@@ -29,6 +29,18 @@ var (
 	ErrSession = errors.New("harness: session")
 	// ErrUnknownApproval is returned by Resume for a decision that names no pending request.
 	ErrUnknownApproval = errors.New("harness: unknown approval request")
+	// ErrInvalidRunID is returned by Run and Resume for a run ID given with
+	// [ContextWithRunID] that is empty, too long or not printable, and by
+	// Resume for one that is not the paused run's.
+	ErrInvalidRunID = errors.New("harness: invalid run ID")
+	// ErrAskUnsupported is returned by [AskUser] outside a tool call, or when no
+	// step runner implementing [Asker] is installed.
+	ErrAskUnsupported = errors.New("harness: ask unsupported")
+	// ErrAskNotReplaySafe is returned by [AskUser] called from a tool that is not
+	// ReplaySafe.
+	ErrAskNotReplaySafe = errors.New("harness: ask from a tool that is not replay-safe")
+	// ErrInvalidAsk is returned by [AskUser] for a malformed [AskRequest].
+	ErrInvalidAsk = errors.New("harness: invalid ask")
 
 	errInvalidHash = errors.New("harness: invalid hash")
 )

@@ -83,6 +83,10 @@ const (
 	ToolCancelled     ToolStatus = "cancelled"         // the run was cancelled
 	ToolPending       ToolStatus = "pending_approval"  // waiting for an approval; the run pauses
 	ToolMiddlewareErr ToolStatus = "middleware_error"  // a middleware failed
+	// ToolInterrupted: the process stopped while the call ran, and a durable
+	// runtime did not run it again because its tool is not ReplaySafe; the
+	// outcome is unknown (see [InterruptedResult]).
+	ToolInterrupted ToolStatus = "interrupted"
 )
 
 // ToolResult is the answer to a [ToolCall].

@@ -105,7 +105,14 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 	if a.pending != nil {
 		return nil, ErrPaused
 	}
-	res := &RunResult{RunID: newID(), Status: StatusCompleted}
+	id, set, err := runIDFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !set {
+		id = newID()
+	}
+	res := &RunResult{RunID: id, Status: StatusCompleted}
 	info := &RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage}
 	res = a.intercept(ctx, info, func(ctx context.Context) *RunResult {
 		return a.turn(ctx, res, userMessage, nil)
@@ -126,6 +133,11 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 	p := a.pending
 	if p == nil {
 		return nil, ErrNotPaused
+	}
+	if id, set, err := runIDFrom(ctx); err != nil {
+		return nil, err
+	} else if set && id != p.RunID {
+		return nil, fmt.Errorf("%w: %q is not the paused run's ID %q", ErrInvalidRunID, id, p.RunID)
 	}
 	byID := make(map[string]*Decision, len(decisions))
 	for i := range decisions {
@@ -204,7 +216,13 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 			return a.finish(ctx, res, msgStart, &MaxStepsError{Steps: res.Steps})
 		}
 		res.Steps++
-		resp, err := a.model(ctx, res)
+		var resp *ModelResponse
+		var err error
+		if a.cfg.steps == nil {
+			resp, err = a.model(ctx, res, nil)
+		} else {
+			resp, err = a.modelStep(ctx, res)
+		}
 		if err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -351,11 +369,29 @@ func (a *Agent) history() ([]Message, *pendingRun) {
 
 // ---- model requests ----
 
-func (a *Agent) model(ctx context.Context, res *RunResult) (*ModelResponse, error) {
+// modelStep runs the model request of the current step through the step
+// runner.
+func (a *Agent) modelStep(ctx context.Context, res *RunResult) (*ModelResponse, error) {
+	st := &Step{Kind: StepModel, RunID: res.RunID, Key: modelKey(res.RunID, res.Steps), Index: res.Steps}
+	resp, err := a.cfg.steps.Model(ctx, st, func(ctx context.Context) (*ModelResponse, error) {
+		return a.model(ctx, res, st)
+	})
+	if err == nil && resp == nil {
+		err = fmt.Errorf("harness: the step runner returned no response for model step %d", res.Steps)
+	}
+	return resp, err
+}
+
+// model sends the request of the current step, retrying as configured. st
+// is the step when a runner runs it.
+func (a *Agent) model(ctx context.Context, res *RunResult, st *Step) (*ModelResponse, error) {
 	s := a.snap.Load()
 	backoff := a.cfg.retry.Backoff
 	for attempt := 1; ; attempt++ {
-		req := &ModelRequest{
+		// The request lives in its scope, the context of the attempt, which
+		// makes ExecutionKey work without an allocation of its own.
+		ms := &modelScope{Context: ctx, a: a, st: st}
+		ms.req = ModelRequest{
 			Model:       a.cfg.model,
 			System:      a.systemPrompt(s),
 			Messages:    a.messages[:len(a.messages):len(a.messages)],
@@ -368,7 +404,7 @@ func (a *Agent) model(ctx context.Context, res *RunResult) (*ModelResponse, erro
 			RunID:       res.RunID,
 			Step:        res.Steps,
 		}
-		resp, err := a.modelAttempt(ctx, s, req)
+		resp, err := a.modelAttempt(ms, s, &ms.req)
 		if err == nil {
 			return resp, nil
 		}
@@ -450,14 +486,7 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest) (
 // parallel; the others run one at a time, in order.
 func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, results []*ToolResult, decisions map[string]*Decision) {
 	s := a.snap.Load()
-	one := func(i int) {
-		cctx := ctx
-		if d := decisions[calls[i].ID]; d != nil {
-			cctx = context.WithValue(ctx, approvalKey{}, d)
-		}
-		call := calls[i] // each call gets its own copy for middleware to edit
-		results[i] = a.tool(cctx, s, res, &call)
-	}
+	one := func(i int) { results[i] = a.call(ctx, s, res, calls, i, decisions, nil) }
 	for i := 0; i < len(calls); {
 		if results[i] != nil {
 			i++
@@ -472,7 +501,9 @@ func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, 
 				j++
 			}
 		}
-		if j-i == 1 {
+		if a.cfg.steps != nil {
+			a.toolSteps(ctx, s, res, calls, results, decisions, i, j)
+		} else if j-i == 1 {
 			one(i)
 		} else {
 			var wg sync.WaitGroup
@@ -483,6 +514,52 @@ func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, 
 		}
 		i = j
 	}
+}
+
+// toolSteps runs calls[i:j], one group, through the step runner.
+func (a *Agent) toolSteps(ctx context.Context, s *snapshot, res *RunResult, calls []ToolCall, results []*ToolResult, decisions map[string]*Decision, i, j int) {
+	steps := make([]*Step, j-i)
+	for k := range steps {
+		c := &calls[i+k]
+		st := &Step{Kind: StepTool, RunID: res.RunID, Key: toolKey(res.RunID, res.Steps, c.ID, i+k), Index: res.Steps,
+			Call: c, Tool: s.tools[c.Name], Resumed: decisions[c.ID] != nil}
+		if st.Tool != nil {
+			st.Replay = st.Tool.ReplayPolicy
+		}
+		steps[k] = st
+	}
+	out := a.cfg.steps.Tools(ctx, steps, func(ctx context.Context, k int) *ToolResult {
+		return a.call(ctx, s, res, calls, i+k, decisions, steps[k])
+	})
+	for k := range steps {
+		var r *ToolResult
+		if k < len(out) {
+			r = out[k]
+		}
+		c := &calls[i+k]
+		switch {
+		case r == nil:
+			r = errorResult(c, ToolMiddlewareErr, "the step runner returned no result for this call")
+		case r.CallID == "":
+			r.CallID = c.ID
+		}
+		if r.Name == "" {
+			r.Name = c.Name
+		}
+		results[i+k] = r
+	}
+}
+
+// call runs calls[i] with its decision, if any, in its context. st is its
+// step when a runner runs it.
+func (a *Agent) call(ctx context.Context, s *snapshot, res *RunResult, calls []ToolCall, i int, decisions map[string]*Decision, st *Step) *ToolResult {
+	if d := decisions[calls[i].ID]; d != nil {
+		ctx = context.WithValue(ctx, approvalKey{}, d)
+	}
+	// The scope holds the call's own copy, for middleware to edit, and is
+	// the call's context, for ExecutionKey and Ask.
+	ts := &toolScope{Context: ctx, call: calls[i], orig: &calls[i], a: a, st: st, run: res.RunID, step: int32(res.Steps), pos: int32(i)}
+	return a.tool(ts, s, res, &ts.call)
 }
 
 func (a *Agent) tool(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
@@ -542,6 +619,9 @@ func (a *Agent) toolExec(ctx context.Context, s *snapshot, res *RunResult, call 
 			names[i] = d.Name
 		}
 		return errorResult(call, ToolUnknown, fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", ")))
+	}
+	if a.cfg.steps != nil && ctx.Value(interruptedKey{}) != nil {
+		return InterruptedResult(call)
 	}
 	if err := ctx.Err(); err != nil {
 		return errorResult(call, ToolCancelled, "tool call cancelled: "+err.Error())

@@ -1,0 +1,434 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// StepKind says what a [Step] runs.
+type StepKind uint8
+
+// The kinds of steps.
+const (
+	// StepModel is one model request of the run loop, retries included.
+	StepModel StepKind = iota + 1
+	// StepTool is one tool call.
+	StepTool
+)
+
+func (k StepKind) String() string {
+	switch k {
+	case StepModel:
+		return "model"
+	case StepTool:
+		return "tool"
+	}
+	return "StepKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Step describes one unit of work that the run loop hands to a
+// [StepRunner]. The engine builds it; a runner must not modify it or what
+// it points to.
+type Step struct {
+	// Kind is StepModel or StepTool.
+	Kind StepKind
+	// RunID is the run's ID (see [ContextWithRunID]).
+	RunID string
+	// Key identifies the step within the run and is stable across a rerun
+	// of the same run ID: it is the [ExecutionKey] of the work inside it,
+	// "<run id>/model/<step>" or "<run id>/tool/<step>/<call id>".
+	Key string
+	// Index is, for StepModel, the run's step number (1-based, as
+	// [RunResult.Steps] counts it); for StepTool, the number of the model
+	// step whose response made the call.
+	Index int
+	// Call is the tool call (StepTool).
+	Call *ToolCall
+	// Tool is the tool called (StepTool); nil for an unknown tool.
+	Tool *Tool
+	// Replay is the tool's [ReplayPolicy] (StepTool); ReplayUnsafe when the
+	// tool is unknown.
+	Replay ReplayPolicy
+	// Resumed marks a tool call that runs on [Agent.Resume] after an
+	// approval decision. The same call went through the runner before,
+	// with the same Key, and ended with a [ToolPending] result.
+	Resumed bool
+}
+
+// StepRunner runs the steps of the run loop: its model requests and its
+// tool calls. Install one with [WithStepRunner]; without one the engine
+// calls them directly. A durable runtime implements it to record each
+// step's outcome and, when a run is recovered under the same run ID, to
+// return the recorded outcome instead of doing the work again.
+//
+// The engine calls a runner from the run's goroutine, one step or group
+// at a time; a runner shared by several agents must be safe for
+// concurrent use. A runner must return only after the fn it called has
+// returned, and may call fn again (a retry) only after it returned.
+//
+// A result with Status [ToolPending] is not an outcome: the call waits for
+// approval and comes again on Resume with the same Key and Step.Resumed
+// set. A runner must not replay it.
+type StepRunner interface {
+	// Model runs fn — the whole model request of one loop step: retries,
+	// interceptors (and so tracing spans), middleware and hooks included —
+	// as step s, and returns its response. A durable runner records the
+	// response and on recovery returns the recorded one without calling fn
+	// (no second request, no second span). It blocks while fn runs.
+	Model(ctx context.Context, s *Step, fn func(context.Context) (*ModelResponse, error)) (*ModelResponse, error)
+	// Tools runs the tool calls of one group: fn(ctx, i) runs steps[i],
+	// the whole call (interceptors, hooks, permission, middleware and the
+	// tool), and never returns nil. The calls of a group may run in
+	// parallel (the tools are Concurrent); the runner must start them in
+	// slice order, because durable engines number steps in the order they
+	// are scheduled, and returns the results in slice order. Sequential
+	// calls come as groups of one. To report a call that a crash
+	// interrupted without running it again, call fn with
+	// [InterruptedContext]. A nil entry in the result becomes an error
+	// result.
+	Tools(ctx context.Context, steps []*Step, fn func(ctx context.Context, i int) *ToolResult) []*ToolResult
+}
+
+// Asker is implemented by a [StepRunner] that can park a question for a
+// user and return the answer: a durable runtime stores the answer, so that
+// a tool rerun after a crash gets it again without asking. [AskUser] calls it
+// with the step of the calling tool and a request whose ID is set. It may
+// block until the answer comes or ctx is done.
+type Asker interface {
+	Ask(ctx context.Context, s *Step, req AskRequest) (Answer, error)
+}
+
+// Clock is implemented by a [StepRunner] that records time: [Now] calls
+// it within a step (s is that step) so that a rerun sees the recorded
+// time.
+type Clock interface {
+	Now(ctx context.Context, s *Step) time.Time
+}
+
+// WithStepRunner runs the loop's model requests and tool calls through r
+// (see [StepRunner]). nil, the default, runs them directly, at no cost.
+func WithStepRunner(r StepRunner) Option { return func(c *config) { c.steps = r } }
+
+// DirectRunner is a [StepRunner] that does the work directly, as an agent
+// without a runner does: Model calls fn, Tools runs a group of several
+// calls in parallel. A runner can embed or call it for steps it does not
+// record.
+type DirectRunner struct{}
+
+var _ StepRunner = DirectRunner{}
+
+// Model calls fn.
+func (DirectRunner) Model(ctx context.Context, _ *Step, fn func(context.Context) (*ModelResponse, error)) (*ModelResponse, error) {
+	return fn(ctx)
+}
+
+// Tools runs one call inline and several in parallel, started in order.
+func (DirectRunner) Tools(ctx context.Context, steps []*Step, fn func(ctx context.Context, i int) *ToolResult) []*ToolResult {
+	out := make([]*ToolResult, len(steps))
+	if len(steps) == 1 {
+		out[0] = fn(ctx, 0)
+		return out
+	}
+	var wg sync.WaitGroup
+	for i := range steps {
+		wg.Go(func() { out[i] = fn(ctx, i) })
+	}
+	wg.Wait()
+	return out
+}
+
+// ---- run IDs ----
+
+// maxRunIDLen bounds a run ID given with ContextWithRunID.
+const maxRunIDLen = 128
+
+// runIDValue is the value ContextWithRunID stores under scopeKey.
+type runIDValue struct{ id string }
+
+// ContextWithRunID returns a context under which [Agent.Run] uses id as
+// the run's ID instead of generating one: a durable runtime runs a turn
+// under the ID it chose (its workflow ID), and on recovery under the same
+// ID, so that step keys match. The ID must be non-empty valid UTF-8 of at
+// most 128 bytes without control characters; Run rejects others with
+// [ErrInvalidRunID]. [Agent.Resume] continues the paused run's ID; an ID
+// given to it must be that one. A run inside a tool call (a subagent)
+// does not inherit the ID: only a context whose nearest run ID, tool call
+// or model request is the ID counts.
+func ContextWithRunID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, scopeKey{}, runIDValue{id})
+}
+
+// runIDFrom returns the run ID set on ctx, "" when none.
+func runIDFrom(ctx context.Context) (id string, set bool, err error) {
+	v, ok := ctx.Value(scopeKey{}).(runIDValue)
+	if !ok {
+		return "", false, nil
+	}
+	return v.id, true, validRunID(v.id)
+}
+
+func validRunID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty", ErrInvalidRunID)
+	case len(id) > maxRunIDLen:
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidRunID, len(id), maxRunIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidRunID, id)
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: %q contains a control character", ErrInvalidRunID, id)
+		}
+	}
+	return nil
+}
+
+// ---- execution keys ----
+
+// scopeKey is the context key of the innermost scope: a run ID, a tool
+// call or a model request. One key for all three makes the nearest one
+// win, so a subagent's run inside a tool call sees its own.
+type scopeKey struct{}
+
+// toolScope is the context of one tool call. It holds the copy of the call
+// that middleware edits, so that it costs no allocation beyond the one the
+// copy needed before.
+type toolScope struct {
+	context.Context
+	call ToolCall
+	orig *ToolCall // the call as the model sent it
+	a    *Agent
+	st   *Step // with a runner
+	run  string
+	step int32 // the model step of the call
+	pos  int32 // the call's position in the response
+	asks atomic.Int32
+}
+
+// Value returns the scope for scopeKey and asks the parent otherwise.
+func (s *toolScope) Value(key any) any {
+	if key == (scopeKey{}) {
+		return s
+	}
+	return s.Context.Value(key)
+}
+
+func (s *toolScope) key() string {
+	if s.st != nil {
+		return s.st.Key
+	}
+	return toolKey(s.run, int(s.step), s.orig.ID, int(s.pos))
+}
+
+// modelScope is the context of one model request attempt. It holds the
+// request, so that it costs no allocation beyond the request's.
+type modelScope struct {
+	context.Context
+	req ModelRequest // its RunID and Step make the key
+	a   *Agent
+	st  *Step // with a runner
+}
+
+// Value returns the scope for scopeKey and asks the parent otherwise.
+func (s *modelScope) Value(key any) any {
+	if key == (scopeKey{}) {
+		return s
+	}
+	return s.Context.Value(key)
+}
+
+func (s *modelScope) key() string {
+	if s.st != nil {
+		return s.st.Key
+	}
+	return modelKey(s.req.RunID, s.req.Step)
+}
+
+func modelKey(run string, step int) string {
+	return run + "/model/" + strconv.Itoa(step)
+}
+
+// toolKey names a tool call by its step and ID; a call without an ID (some
+// providers leave it out) by its position in the response, "#<n>".
+func toolKey(run string, step int, id string, pos int) string {
+	if id == "" {
+		id = "#" + strconv.Itoa(pos)
+	}
+	return run + "/tool/" + strconv.Itoa(step) + "/" + id
+}
+
+// ExecutionKey returns the key of the work ctx belongs to, stable across a
+// rerun of the same run ID (see [ContextWithRunID]): inside a tool call —
+// its handler, interceptors, middleware and hooks —
+// "<run id>/tool/<step>/<call id>", where step is the model step that made
+// the call; inside a model request — the provider's Generate, interceptors,
+// middleware and hooks — "<run id>/model/<step>". Elsewhere it returns "".
+// A tool can pass it to an external API as an idempotency key, so that a
+// call rerun after a crash does not act twice. It is available with or
+// without a [StepRunner] and equals [Step.Key] of the step.
+func ExecutionKey(ctx context.Context) string {
+	switch s := ctx.Value(scopeKey{}).(type) {
+	case *toolScope:
+		return s.key()
+	case *modelScope:
+		return s.key()
+	}
+	return ""
+}
+
+// Now returns the current time, as recorded by the [StepRunner] when it
+// implements [Clock] and ctx belongs to a tool call or a model request;
+// time.Now() otherwise. A tool that must see the same time when it reruns
+// after a crash reads the time with Now.
+func Now(ctx context.Context) time.Time {
+	var a *Agent
+	var st *Step
+	switch s := ctx.Value(scopeKey{}).(type) {
+	case *toolScope:
+		a, st = s.a, s.st
+	case *modelScope:
+		a, st = s.a, s.st
+	}
+	if a != nil {
+		if c, ok := a.cfg.steps.(Clock); ok {
+			return c.Now(ctx, st)
+		}
+	}
+	return time.Now()
+}
+
+// ---- interrupted calls ----
+
+type interruptedKey struct{}
+
+// InterruptedContext returns a context that makes a [StepRunner]'s tool fn
+// report its call as interrupted instead of running it: the call goes
+// through its interceptors, hooks and result middleware, so observers see
+// it, and its result is [InterruptedResult]. A durable runner uses it on
+// recovery for a ReplayUnsafe call that started and has no recorded
+// outcome; it reruns a ReplaySafe one. It has no effect without a runner.
+func InterruptedContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, interruptedKey{}, true)
+}
+
+// InterruptedResult returns the error result, with status
+// [ToolInterrupted], of a call that a stopped process interrupted and that
+// was not run again because its tool is not safe to repeat.
+func InterruptedResult(call *ToolCall) *ToolResult {
+	return errorResult(call, ToolInterrupted, fmt.Sprintf(
+		"the outcome of tool %q is unknown: the process stopped while it ran, and it was not run again because it is not safe to repeat; its effects may or may not have happened, so check before calling it again",
+		call.Name))
+}
+
+// ---- asks ----
+
+// AskKind is the kind of question of an [AskRequest].
+type AskKind string
+
+// The kinds of questions.
+const (
+	// AskConfirm asks yes or no; the answer is Answer.Confirmed.
+	AskConfirm AskKind = "confirm"
+	// AskSelect asks for one of AskRequest.Options; the answer is
+	// Answer.Choice.
+	AskSelect AskKind = "select"
+	// AskInput asks for free text; the answer is Answer.Text.
+	AskInput AskKind = "input"
+)
+
+// AskRequest is a question a tool asks the user through [AskUser].
+type AskRequest struct {
+	// ID identifies the question; a durable runtime stores the answer
+	// under it. It must be the same when the tool reruns. Empty, the
+	// default, means "<execution key>/ask/<n>", n counting the asks of the
+	// call from 1, which is deterministic when the tool is.
+	ID string `json:"id"`
+	// Kind is the kind of question; required.
+	Kind AskKind `json:"kind"`
+	// Prompt is the question; required.
+	Prompt string `json:"prompt"`
+	// Options are the choices of an AskSelect question; required for it.
+	Options []string `json:"options,omitempty"`
+}
+
+func (r *AskRequest) validate() error {
+	switch r.Kind {
+	case AskConfirm, AskInput:
+	case AskSelect:
+		if len(r.Options) == 0 {
+			return fmt.Errorf("%w: a select question needs options", ErrInvalidAsk)
+		}
+	case "":
+		return fmt.Errorf("%w: no kind (want confirm, select or input)", ErrInvalidAsk)
+	default:
+		return fmt.Errorf("%w: unknown kind %q (want confirm, select or input)", ErrInvalidAsk, r.Kind)
+	}
+	if r.Prompt == "" {
+		return fmt.Errorf("%w: empty prompt", ErrInvalidAsk)
+	}
+	return nil
+}
+
+// Answer answers an [AskRequest].
+type Answer struct {
+	// ID and Kind are the request's.
+	ID   string  `json:"id"`
+	Kind AskKind `json:"kind"`
+	// Confirmed answers an AskConfirm question.
+	Confirmed bool `json:"confirmed,omitempty"`
+	// Choice answers an AskSelect question: one of its options.
+	Choice string `json:"choice,omitempty"`
+	// Text answers an AskInput question.
+	Text string `json:"text,omitempty"`
+}
+
+// AskUser asks the user a question from inside a tool handler and returns the
+// answer. It needs a [StepRunner] that implements [Asker] — a durable
+// runtime, which parks the question and stores the answer — and fails
+// with [ErrAskUnsupported] without one, or outside a tool call. The tool
+// must be ReplaySafe ([ErrAskNotReplaySafe] otherwise): after a crash the
+// tool runs again from its start, and AskUser returns the stored answer. A
+// malformed request fails with [ErrInvalidAsk]. AskUser may block until the
+// answer comes.
+func AskUser(ctx context.Context, req AskRequest) (Answer, error) {
+	s, _ := ctx.Value(scopeKey{}).(*toolScope)
+	if s == nil {
+		return Answer{}, fmt.Errorf("%w: AskUser is called from a tool handler", ErrAskUnsupported)
+	}
+	if err := req.validate(); err != nil {
+		return Answer{}, err
+	}
+	t := s.a.snap.Load().tools[s.orig.Name]
+	if s.st != nil {
+		t = s.st.Tool
+	}
+	if t == nil || t.ReplayPolicy != ReplaySafe {
+		return Answer{}, fmt.Errorf("%w: tool %q; an asking tool runs again from its start after a crash, so it must be marked ReplaySafe", ErrAskNotReplaySafe, s.orig.Name)
+	}
+	asker, ok := s.a.cfg.steps.(Asker)
+	if !ok {
+		return Answer{}, fmt.Errorf("%w: asks need a durable runtime: install a StepRunner that implements Asker with WithStepRunner", ErrAskUnsupported)
+	}
+	n := s.asks.Add(1)
+	if req.ID == "" {
+		req.ID = s.key() + "/ask/" + strconv.Itoa(int(n))
+	}
+	ans, err := asker.Ask(ctx, s.st, req)
+	if err != nil {
+		return Answer{}, err
+	}
+	if ans.ID == "" {
+		ans.ID = req.ID
+	}
+	if ans.Kind == "" {
+		ans.Kind = req.Kind
+	}
+	return ans, nil
+}
