@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -260,8 +261,14 @@ func TestArtifactsSIGKILL(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("child did not block in time; stderr:\n%s", stderr.String())
 	}
-	// Soon after the spills: the copies are made as each call ends.
-	time.Sleep(200 * time.Millisecond)
+	// The copies are made as each call ends, without waiting for the end
+	// of the run: wait until the index lists them all, then kill.
+	rec := filepath.Join(dir, "rec", "crash")
+	start := time.Now()
+	for keptCopies(rec) < n && time.Since(start) < 10*time.Second {
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("%d copies indexed %v after the child blocked", keptCopies(rec), time.Since(start).Round(time.Millisecond))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +280,26 @@ func TestArtifactsSIGKILL(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, "spill")); err != nil {
 		t.Fatal(err)
 	}
-	b := exportArtifacts(t, filepath.Join(dir, "rec", "crash"))
+	b := exportArtifacts(t, rec)
 	checkArtifacts(t, b, n)
+}
+
+// keptCopies counts the artifacts that the index of the recording in dir
+// lists with a copy.
+func keptCopies(dir string) int {
+	data, err := os.ReadFile(filepath.Join(dir, flight.ArtifactsIndexName))
+	if err != nil {
+		return 0
+	}
+	var arts []flight.IndexedArtifact
+	if json.Unmarshal(data, &arts) != nil {
+		return 0
+	}
+	n := 0
+	for _, a := range arts {
+		if a.Kept != "" {
+			n++
+		}
+	}
+	return n
 }
