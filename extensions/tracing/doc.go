@@ -67,7 +67,9 @@
 // underlying error, "cancelled", "timeout", "max_steps" or "_OTHER").
 // Cancellation and approval pauses are not errors: they are recorded as
 // harnessx.run.status=cancelled or paused, and harnessx.tool.status=cancelled
-// or pending_approval, with the span status left unset.
+// or pending_approval, with the span status left unset. Neither is a tool
+// call that a durable runtime reports as interrupted by a crash (its outcome
+// is unknown, and it was not run again): harnessx.tool.status=interrupted.
 //
 // # Content capture
 //

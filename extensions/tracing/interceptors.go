@@ -404,8 +404,9 @@ func (e *Extension) endTool(span trace.Span, r *recorder, call *harness.ToolCall
 		r.content(semconv.GenAIToolCallResultKey, res.Content)
 	}
 	switch status {
-	case harness.ToolOK, harness.ToolPending, harness.ToolCancelled:
-		// Not errors: a pause and a cancellation have their own status.
+	case harness.ToolOK, harness.ToolPending, harness.ToolCancelled, harness.ToolInterrupted:
+		// Not errors: a pause, a cancellation and a call a crash
+		// interrupted (its outcome is unknown) have their own status.
 	default:
 		if res.IsError || status != harness.ToolOK {
 			r.kvs = append(r.kvs, semconv.ErrorTypeKey.String(string(status)))
