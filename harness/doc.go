@@ -99,6 +99,53 @@
 // changed since the previous request, so a broken prompt cache can be
 // traced to its cause.
 //
+// # Durable execution
+//
+// The engine knows no durable runtime; it offers a seam that one (the
+// durable package) implements. [WithStepRunner] installs a [StepRunner]
+// through which the run loop runs each model request (retries,
+// interceptors, middleware and hooks included) and each group of tool
+// calls: a run of consecutive Concurrent calls, started in call order, or
+// a single call. Each [Step] has a key, stable when the same run is run
+// again under the same run ID:
+//
+//	model request   <run id>/model/<step>
+//	tool call       <run id>/tool/<step>/<call id>    (step: the model step that made the call)
+//	question        <run id>/tool/<step>/<call id>/ask/<n>
+//
+// A durable runner records each step's outcome under its key and, when a
+// crashed run is recovered, returns the recorded outcome instead of doing
+// the work again: no second model request, no second span, no second
+// tool effect. Without a runner (the default) steps run directly and the
+// seam costs nothing.
+//
+// [ContextWithRunID] makes Run use the runtime's ID (its workflow ID), so
+// that a recovered run has the same keys. [ExecutionKey] returns the key
+// inside a tool handler or a model request, with or without a runner, for
+// use as an idempotency key with external APIs. [Now] returns the runner's
+// recorded time when it implements [Clock].
+//
+// A tool's [ReplayPolicy] tells the runner what to do with a call that
+// started but has no recorded outcome: a ReplaySafe call runs again from
+// its start; a ReplayUnsafe call does not, and the model gets an error
+// result with status [ToolInterrupted] saying that its outcome is unknown
+// (the runner calls the step with [InterruptedContext], so interceptors,
+// hooks and result middleware see that result like any other).
+//
+// [AskUser] lets a tool ask the user a question (confirm, select, input)
+// through a runner that implements [Asker]: the runtime parks the
+// question and stores the answer under the question's ID, which is
+// derived from the execution key and so is the same when the tool runs
+// again after a crash. Only ReplaySafe tools may ask, since the asking
+// tool reruns from its start.
+//
+// Recorded steps are not run again, but everything around them may be: on
+// recovery the turn-start and turn-end callbacks, prompt providers, run
+// interceptors, and the middleware and hooks of steps that did not finish
+// can run a second time, as the extension guide warns. External effects
+// belong in tools, keyed by the execution key; hooks and completion
+// callbacks are best-effort observation.
+//
 // # Subagents
 //
 // [AgentTool] wraps a child agent as a tool. The child keeps its own

@@ -22,6 +22,7 @@ const (
 	StepTool
 )
 
+// String returns "model" or "tool".
 func (k StepKind) String() string {
 	switch k {
 	case StepModel:
@@ -231,9 +232,10 @@ func (s *toolScope) key() string {
 // request, so that it costs no allocation beyond the request's.
 type modelScope struct {
 	context.Context
-	req ModelRequest // its RunID and Step make the key
-	a   *Agent
-	st  *Step // with a runner
+	req ModelRequest // its RunID and Step make the key; middleware leaves them
+
+	a  *Agent
+	st *Step // with a runner
 }
 
 // Value returns the scope for scopeKey and asks the parent otherwise.

@@ -92,3 +92,28 @@ func ExampleAgent_Resume() {
 	// paused deploy
 	// completed Done.
 }
+
+// ExampleExecutionKey runs a turn under a run ID chosen by the caller (a
+// durable runtime's workflow ID) and shows the execution key a tool can
+// send to an external API as an idempotency key.
+func ExampleExecutionKey() {
+	charge := harness.MustTool(harness.NewTool("charge", "Charge the card.", func(ctx context.Context, _ struct{}) (string, error) {
+		return "charged with idempotency key " + harness.ExecutionKey(ctx), nil
+	}))
+	model := ht.NewScriptedProvider(ht.CallTool("call_1", "charge", `{}`), ht.Reply("done"))
+	agent, err := harness.New(harness.WithProvider(model), harness.WithTools(charge))
+	if err != nil {
+		panic(err)
+	}
+	defer agent.Close(context.Background())
+
+	res, err := agent.Run(harness.ContextWithRunID(context.Background(), "order-42"), "Charge the order.")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.RunID)
+	fmt.Println(res.Messages[2].Content[0].ToolResult.Content)
+	// Output:
+	// order-42
+	// charged with idempotency key order-42/tool/1/call_1
+}

@@ -20,16 +20,21 @@ import (
 type ToolHandler func(ctx context.Context, input json.RawMessage) (string, error)
 
 // ReplayPolicy says whether a tool may run again when work is repeated, for
-// example when a run is restored from a session and continued.
+// example when a durable runtime recovers a run that crashed while the
+// tool ran (see "Durable execution" in the package doc).
 type ReplayPolicy uint8
 
 const (
-	// ReplayUnsafe, the default, marks a tool with external effects.
+	// ReplayUnsafe, the default, marks a tool with external effects: a call
+	// that a crash interrupted is not run again but reported to the model
+	// as [ToolInterrupted].
 	ReplayUnsafe ReplayPolicy = iota
-	// ReplaySafe marks a tool that may run again without harm.
+	// ReplaySafe marks a tool that may run again from its start without
+	// harm; only such a tool may call [AskUser].
 	ReplaySafe
 )
 
+// String returns "safe" or "unsafe".
 func (p ReplayPolicy) String() string {
 	if p == ReplaySafe {
 		return "safe"

@@ -1,7 +1,7 @@
 // Package harnesstest is a test kit for agents and extensions, in the way
 // net/http/httptest serves HTTP code: a [ScriptedProvider] that replays a
 // script of model responses (text, tool calls, usage, stop reasons,
-// injected errors, delays) and records every request it receives, and a
+// injected errors, delays) and records every request it receives, a
 // [HookRecorder] that records every lifecycle event, and a [StepRunner]
 // that plays a durable runtime: it records the steps of a run, replays
 // their outcomes when the run is recovered under the same run ID, reports
