@@ -55,6 +55,14 @@ type Manifest struct {
 	Events int            `json:"events"`
 	Counts map[string]int `json:"counts"`
 	Spans  int            `json:"spans"`
+	// SpansNote says why a bundle whose events carry trace IDs holds no
+	// span (the recorder's span processor saw none of them); empty
+	// otherwise.
+	SpansNote string `json:"spans_note,omitempty"`
+	// Service is the service name of the recorded spans (their resource's
+	// service.name), else the agent's name: what flightrec push names the
+	// service when the spans' resource does not.
+	Service string `json:"service,omitempty"`
 	// Members lists every other member with its size and SHA-256.
 	Members []Member `json:"members"`
 	// Redaction summarizes what was redacted before the bundle was written.
@@ -237,8 +245,33 @@ func (b *BundleWriter) SetSpans(req *coltracepb.ExportTraceServiceRequest) error
 	}
 	b.spans = data
 	b.m.Spans = CountSpans(req)
+	if svc := ServiceName(req); svc != "" {
+		b.m.Service = svc
+	}
 	return nil
 }
+
+// ServiceName returns the first service.name of req's resources that names
+// a service: not empty and not the SDK's "unknown_service" default.
+func ServiceName(req *coltracepb.ExportTraceServiceRequest) string {
+	for _, rs := range req.GetResourceSpans() {
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.GetKey() != "service.name" {
+				continue
+			}
+			if v := kv.GetValue().GetStringValue(); v != "" && !strings.HasPrefix(v, "unknown_service") {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// noSpansNote explains a bundle without spans whose events were traced.
+const noSpansNote = "the events carry %d trace IDs but the recorder kept no span of them: its span processor " +
+	"was not registered on the TracerProvider that made them. The recorder registers it on the tracing " +
+	"extension's provider when that is an OpenTelemetry SDK provider (exporters' included); otherwise register " +
+	"Extension.SpanProcessor() on yours"
 
 // SetSession sets the session snapshot (JSON from Agent.SaveSession),
 // redacted structurally.
@@ -359,6 +392,12 @@ func readRegular(p string, limit int64) ([]byte, error) {
 func (b *BundleWriter) Close(created time.Time) (*Manifest, error) {
 	m := &b.m
 	m.Created = created.UTC()
+	if m.Spans == 0 && len(b.traces) > 0 {
+		m.SpansNote = fmt.Sprintf(noSpansNote, len(b.traces))
+	}
+	if m.Service == "" {
+		m.Service = m.Agent
+	}
 	m.Redaction.Patterns = b.red.Patterns()
 	m.Redaction.Counts = map[string]int{}
 	type mem struct {

@@ -57,10 +57,18 @@
 // # Spans
 //
 // [Extension.SpanProcessor] is an OpenTelemetry SDK span processor that
-// keeps the recent ended spans; register it on the TracerProvider that the
-// tracing extension uses, and bundles carry the run's spans as OTLP JSON
-// without any tracing backend. The conversion is the OTLP exporter's own
-// (otlptrace.New with a capturing client).
+// keeps the recent ended spans, so that bundles carry the run's spans as
+// OTLP JSON without any tracing backend. At the first run the recorder
+// registers it on the TracerProvider of the agent's tracing extension
+// (found through its TracerProvider method) when that is an SDK provider,
+// *sdktrace.TracerProvider or exporters.Provider, and unregisters it at
+// Teardown; [WithSpanRegistration] turns that off. A provider of another
+// kind cannot give spans back: register the processor on the SDK provider
+// behind it. A bundle whose events carry trace IDs but which holds no span
+// says why in [Manifest].SpansNote. The manifest names the spans' service
+// ([Manifest].Service: their resource's service.name, else the agent's
+// name). The conversion is the OTLP exporter's own (otlptrace.New with a
+// capturing client).
 //
 // # Incident bundles
 //
@@ -87,11 +95,19 @@
 //
 // Secrets are redacted before anything the recorder encodes is written,
 // journal, snapshots and bundles alike (artifact copies are kept as the
-// extension stored them, and redacted when they go into a bundle):
-// provider API keys (sk-…, sk-ant-…), Bearer tokens, AWS access and
-// secret keys, and the values of variables and JSON keys whose names
-// contain KEY, TOKEN, SECRET or PASSWORD (case-insensitive), plus the
-// rules and functions given with [WithRedactRules] and [WithRedactor].
-// Each redaction leaves a marker such as [REDACTED:anthropic-key]; the
-// manifest counts them by rule.
+// extension stored them, and redacted when they go into a bundle), by the
+// rules the tracing extension also applies to span content: provider API
+// keys (sk-ant-…, sk-…), Bearer tokens, AWS access and secret keys, whole
+// PEM private key blocks, the password of URLs and connection strings
+// (postgres://user:pass@host, redis://:pass@host; user and host stay), and
+// the value, quoted or not, assigned to a name containing KEY, TOKEN,
+// SECRET or PASSW (case-insensitive) in env files and shells
+// (export DB_PASSWORD="…"), YAML (client_secret: "…"), TOML
+// (api_key = '…'), JSON ("api_key": "…", also inside strings), query
+// strings (?api_key=…&token=…) and HTTP headers (X-Api-Key: …,
+// Authorization: Basic …); plus the rules and functions given with
+// [WithRedactRules] and [WithRedactor]. Each redaction leaves a marker
+// such as [REDACTED:url-password] (rules: private-key, anthropic-key,
+// openai-key, url-password, bearer-token, aws-access-key, aws-secret-key,
+// secret-json-field, secret-assignment); the manifest counts them by rule.
 package flight

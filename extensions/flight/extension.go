@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/jsonenc"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -79,6 +80,9 @@ type Extension struct {
 	cfg   config
 	red   *Redactor
 	spans *SpanProcessor
+
+	registerOnce sync.Once
+	registered   []spanProcessorRegistry // guarded by mu
 
 	mu        sync.Mutex // guards the fields below
 	ring      [][]byte
@@ -160,6 +164,7 @@ func New(opts ...Option) *Extension {
 		incidentBytes:  DefaultIncidentBytes,
 		maxRecordings:  DefaultMaxRecordings,
 		recordingBytes: DefaultRecordingBytes,
+		registerSpans:  true,
 	}
 	for _, o := range opts {
 		o(&c)
@@ -342,7 +347,12 @@ func (x *Extension) Teardown(ctx context.Context) error {
 	j := x.journal
 	lock := x.lock
 	x.lock = nil
+	registered := x.registered
+	x.registered = nil
 	x.mu.Unlock()
+	for _, reg := range registered {
+		reg.UnregisterSpanProcessor(x.spans)
+	}
 	var err error
 	if j != nil {
 		err = j.Close(ctx)
@@ -660,6 +670,13 @@ func (x *Extension) openLocked() {
 		return
 	}
 	x.journal = j
+	if x.ec != nil {
+		// Say once where the recording goes, so that a directory
+		// appearing in the working directory is never a surprise.
+		root := x.cfg.dir
+		x.ec.Logger().Info("flight: recording the agent's events", "dir", x.dir,
+			"view", "flightrec list --dir "+root+"; flightrec ui --dir "+root)
+	}
 }
 
 func (x *Extension) fail(err error) {
@@ -732,6 +749,7 @@ func writeFileAtomic(p string, data []byte) error {
 type runInterceptor struct{ x *Extension }
 
 func (ri *runInterceptor) InterceptRun(ctx context.Context, info *harness.RunInfo, next harness.RunFunc) *harness.RunResult {
+	ri.x.registerOnce.Do(ri.x.registerSpans)
 	res := next(ctx)
 	if res == nil {
 		return res
@@ -754,6 +772,52 @@ func (ri *runInterceptor) InterceptTool(ctx context.Context, call *harness.ToolC
 		ri.x.autoTrigger(string(TriggerToolPanic), runIDOf(ri.x, call.ID))
 	}
 	return r
+}
+
+// tracerProviderSource is what the tracing extension offers other
+// extensions: the provider its spans come from.
+type tracerProviderSource interface {
+	TracerProvider() trace.TracerProvider
+}
+
+// spanProcessorRegistry is an OpenTelemetry SDK provider
+// (*sdktrace.TracerProvider, or exporters.Provider which wraps one).
+type spanProcessorRegistry interface {
+	RegisterSpanProcessor(sdktrace.SpanProcessor)
+	UnregisterSpanProcessor(sdktrace.SpanProcessor)
+}
+
+// registerSpans registers the recorder's span processor on the provider
+// of the agent's tracing extension, once, before the first run starts
+// its spans, so that bundles hold the spans with nothing else to wire.
+// A provider that is not an SDK provider is left alone (with one debug
+// line): its spans cannot be read back.
+func (x *Extension) registerSpans() {
+	x.mu.Lock()
+	ec := x.ec
+	x.mu.Unlock()
+	if ec == nil || !x.cfg.registerSpans {
+		return
+	}
+	for _, ext := range ec.Agent().Extensions() {
+		src, ok := ext.(tracerProviderSource)
+		if !ok {
+			continue
+		}
+		tp := src.TracerProvider()
+		reg, ok := tp.(spanProcessorRegistry)
+		if !ok {
+			if tp != nil {
+				ec.Logger().Debug("flight: the tracing provider is not an OpenTelemetry SDK provider; bundles get no spans unless Extension.SpanProcessor() is registered on it",
+					"extension", ext.Name(), "provider", fmt.Sprintf("%T", tp))
+			}
+			continue
+		}
+		reg.RegisterSpanProcessor(x.spans)
+		x.mu.Lock()
+		x.registered = append(x.registered, reg)
+		x.mu.Unlock()
+	}
 }
 
 // runIDOf finds the run of a tool call in the ring.

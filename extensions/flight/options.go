@@ -51,7 +51,9 @@ type Option func(*config)
 //   - artifact copies ([WithIncludeArtifacts]) up to 256 MiB a recording;
 //   - automatic incident bundles: at most 10 a minute; at most 100
 //     bundles and 1 GiB in a recording's incidents directory;
-//   - at most 50 recordings and 2 GiB under the root directory.
+//   - at most 50 recordings and 2 GiB under the root directory;
+//   - the span processor registered on the tracing extension's provider
+//     ([WithSpanRegistration]).
 type config struct {
 	dir              string
 	ringSize         int
@@ -72,6 +74,7 @@ type config struct {
 	incidentBytes    int64
 	maxRecordings    int
 	recordingBytes   int64
+	registerSpans    bool
 }
 
 // Defaults of the limits; see the options that change them.
@@ -156,6 +159,15 @@ func WithIncidentLimits(maxCount int, maxBytes int64) Option {
 func WithRecordingLimits(maxCount int, maxBytes int64) Option {
 	return func(c *config) { c.maxRecordings, c.recordingBytes = maxCount, maxBytes }
 }
+
+// WithSpanRegistration sets whether the recorder registers its span
+// processor on the tracing extension's TracerProvider at the first run
+// (default true), when that provider is an OpenTelemetry SDK provider:
+// *sdktrace.TracerProvider, or any provider with RegisterSpanProcessor
+// and UnregisterSpanProcessor methods, as exporters.Provider has. It is
+// unregistered at Teardown. Registering [Extension.SpanProcessor] by hand
+// as well does no harm: a span given twice is kept once.
+func WithSpanRegistration(on bool) Option { return func(c *config) { c.registerSpans = on } }
 
 // WithRedactRules adds redaction rules after the built-in ones.
 func WithRedactRules(rules ...Rule) Option {

@@ -46,9 +46,15 @@ func NewSpanProcessor(capacity int) *SpanProcessor {
 // OnStart does nothing.
 func (p *SpanProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
-// OnEnd keeps s, evicting the oldest span when the buffer is full.
+// OnEnd keeps s, evicting the oldest span when the buffer is full. A span
+// given twice in a row (the processor registered twice on one provider,
+// by hand and by the recorder) is kept once.
 func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	p.mu.Lock()
+	if p.recentLocked(s) {
+		p.mu.Unlock()
+		return
+	}
 	if p.full {
 		p.dropped++
 	}
@@ -62,6 +68,30 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	if fn != nil {
 		fn()
 	}
+}
+
+// recentDepth is how many of the latest spans OnEnd compares a span with
+// to drop a duplicate: another span may end between the two calls of a
+// processor registered twice.
+const recentDepth = 8
+
+// recentLocked reports whether s is one of the latest spans kept.
+func (p *SpanProcessor) recentLocked(s sdktrace.ReadOnlySpan) bool {
+	sc := s.SpanContext()
+	n := len(p.buf)
+	for k := 1; k <= recentDepth && k <= n; k++ {
+		i := p.next - k
+		if i < 0 {
+			if !p.full {
+				break
+			}
+			i += n
+		}
+		if q := p.buf[i]; q != nil && q.SpanContext().SpanID() == sc.SpanID() && q.SpanContext().TraceID() == sc.TraceID() {
+			return true
+		}
+	}
+	return false
 }
 
 // Shutdown does nothing: the buffer stays readable.
