@@ -13,7 +13,7 @@
 //	flightrec export  [--dir DIR] [--run ID | --last] [--recording NAME] [--include-artifacts] -o FILE
 //	flightrec show    [--json] FILE
 //	flightrec verify  FILE
-//	flightrec push    [--endpoint URL | --langsmith] [--timeout D] FILE
+//	flightrec push    [--endpoint URL | --langsmith] [--timeout D] [--service NAME] FILE
 //	flightrec runs    [--traces FILE] [--dir DIR] [-n N] [--json]
 //	flightrec trace   [--traces FILE] [--dir DIR] [--attrs] [RUN-ID | TRACE-ID | --last] [--follow]
 //	flightrec ui      [--addr HOST:PORT] [--listen-any] [--traces FILE] [--dir DIR]
@@ -49,7 +49,11 @@
 // --recording (default: the one with the latest event). A torn last line
 // left by a killed process is skipped and counted in the manifest.
 // --include-artifacts adds the artifacts (such as spilled tool results)
-// that the recorder indexed and that still exist unchanged. Everything is
+// that the recorder kept a copy of (flight.WithIncludeArtifacts), or that
+// still exist unchanged where they were; each one that cannot be
+// included is named on standard error with the reason. A bundle whose
+// events were traced but that holds no span says why, on standard error
+// too. Everything is
 // redacted again on the way. An export that takes more than a second
 // shows its progress on standard error: bytes and events read of the
 // journal's total, and the rate since the start (rewritten in place on a
@@ -88,7 +92,12 @@
 // $LANGSMITH_PROJECT. A refused or reset connection, a timeout and a 5xx
 // or 429 answer are retried with backoff (100ms doubling to 2s) until
 // --timeout (default 30s) has passed; push then fails naming the last
-// error. Other answers (such as 400 or 401) fail at once.
+// error. Other answers (such as 400 or 401) fail at once. Spans whose
+// resource names no service (none, or the SDK's "unknown_service:…"
+// default) are sent under --service, else the bundle's service (the
+// manifest's: the recorded spans' service name, else the agent's name),
+// so that an incident shows under its agent in Jaeger. A bundle without
+// spans is refused, with the reason the recorder gave when it knew one.
 //
 // # runs
 //

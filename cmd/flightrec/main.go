@@ -357,8 +357,11 @@ func (a *app) cmdExport(args []string) error {
 	if m.Journal != nil && m.Journal.Torn+m.Journal.Corrupt > 0 {
 		fmt.Fprintf(stdout, "skipped %d torn and %d corrupt journal lines\n", m.Journal.Torn, m.Journal.Corrupt)
 	}
-	for _, a := range m.MissingArtifacts {
-		fmt.Fprintf(stdout, "missing artifact: %s\n", a)
+	if m.SpansNote != "" {
+		fmt.Fprintf(stderr, "flightrec: export: 0 spans: %s\n", m.SpansNote)
+	}
+	for _, ma := range m.Missing() {
+		fmt.Fprintf(stderr, "flightrec: export: artifact %s not included: %s\n", ma.Name, ma.Reason)
 	}
 	return nil
 }
@@ -511,6 +514,7 @@ func (a *app) cmdPush(args []string) error {
 	endpoint := fs.String("endpoint", "", "OTLP/HTTP traces URL (default from OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); a URL without a path gets /v1/traces")
 	langsmith := fs.Bool("langsmith", false, "send to LangSmith: {LANGSMITH_ENDPOINT}/otel/v1/traces with LANGSMITH_API_KEY and LANGSMITH_PROJECT")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long, retries included")
+	service := fs.String("service", "", "service name for spans whose resource names none (default: the bundle's service)")
 	pos, err := parse(fs, stdout, stderr, args, 1, "FILE")
 	if err != nil {
 		return err
@@ -532,8 +536,16 @@ func (a *app) cmdPush(args []string) error {
 	}
 	n := flight.CountSpans(req)
 	if n == 0 {
+		if note := b.Manifest.SpansNote; note != "" {
+			return failf("push: %s: the bundle has no spans: %s", pos[0], note)
+		}
 		return failf("push: %s: the bundle has no spans", pos[0])
 	}
+	svc := *service
+	if svc == "" {
+		svc = b.Manifest.Service
+	}
+	push.NameService(req, svc)
 	if err := push.Send(a.ctx, target, req, *timeout, a.pushBackoff); err != nil {
 		var gu *push.GiveUpError
 		if errors.As(err, &gu) {

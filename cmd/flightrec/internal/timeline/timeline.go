@@ -50,6 +50,7 @@ type Totals struct {
 	Failures         int            `json:"failures"`
 	FailureEvents    int            `json:"failure_events"`
 	Spans            int            `json:"spans"`
+	SpansNote        string         `json:"spans_note,omitempty"`
 	Artifacts        []string       `json:"artifacts"`
 	MissingArtifacts []string       `json:"missing_artifacts,omitempty"`
 	Redactions       map[string]int `json:"redactions"`
@@ -93,6 +94,7 @@ func Build(name string, b *flight.Bundle) (*Timeline, error) {
 	}
 	t := &tl.Totals
 	t.Spans = m.Spans
+	t.SpansNote = m.SpansNote
 	t.Artifacts = b.Artifacts()
 	if t.Artifacts == nil {
 		t.Artifacts = []string{}
@@ -243,6 +245,9 @@ func (tl *Timeline) WriteText(w io.Writer) error {
 		p(" (%d missing)", len(t.MissingArtifacts))
 	}
 	p("\n")
+	if t.SpansNote != "" {
+		p("           no spans: %s\n", t.SpansNote)
+	}
 	var red []string
 	for _, k := range slices.Sorted(maps.Keys(t.Redactions)) {
 		red = append(red, fmt.Sprintf("%s=%d", k, t.Redactions[k]))
