@@ -43,7 +43,8 @@ type Step struct {
 	RunID string
 	// Key identifies the step within the run and is stable across a rerun
 	// of the same run ID: it is the [ExecutionKey] of the work inside it,
-	// "<run id>/model/<step>" or "<run id>/tool/<step>/<call id>".
+	// "<run id>/model/<step>" or "<run id>/tool/<step>/<call id>" (a call
+	// without an ID is named by its position in the response: "#<n>").
 	Key string
 	// Index is, for StepModel, the run's step number (1-based, as
 	// [RunResult.Steps] counts it); for StepTool, the number of the model
@@ -232,10 +233,10 @@ func (s *toolScope) key() string {
 // request, so that it costs no allocation beyond the request's.
 type modelScope struct {
 	context.Context
-	req ModelRequest // its RunID and Step make the key; middleware leaves them
-
-	a  *Agent
-	st *Step // with a runner
+	// req is the attempt's request; its RunID and Step make the key.
+	req ModelRequest
+	a   *Agent
+	st  *Step // with a runner
 }
 
 // Value returns the scope for scopeKey and asks the parent otherwise.
@@ -270,7 +271,8 @@ func toolKey(run string, step int, id string, pos int) string {
 // rerun of the same run ID (see [ContextWithRunID]): inside a tool call —
 // its handler, interceptors, middleware and hooks —
 // "<run id>/tool/<step>/<call id>", where step is the model step that made
-// the call; inside a model request — the provider's Generate, interceptors,
+// the call (a call without an ID is named "#<n>", its position in the
+// model's response, from 0); inside a model request — the provider's Generate, interceptors,
 // middleware and hooks — "<run id>/model/<step>". Elsewhere it returns "".
 // A tool can pass it to an external API as an idempotency key, so that a
 // call rerun after a crash does not act twice. It is available with or

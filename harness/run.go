@@ -483,7 +483,9 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest) (
 
 // runTools runs calls and fills results in call order. Entries already set
 // (on resume) are kept. Consecutive calls of concurrent tools run in
-// parallel; the others run one at a time, in order.
+// parallel; the others run one at a time, in order. With a step runner,
+// each group (consecutive concurrent calls, or one call) goes through
+// StepRunner.Tools instead.
 func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, results []*ToolResult, decisions map[string]*Decision) {
 	s := a.snap.Load()
 	one := func(i int) { results[i] = a.call(ctx, s, res, calls, i, decisions, nil) }
