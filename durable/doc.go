@@ -1,0 +1,124 @@
+// Package durable makes harnessx runs survive a crash. It implements the
+// engine's step seam ([harness.StepRunner], [harness.Asker],
+// [harness.Clock]) on DBOS Transact Go: each model response and each tool
+// outcome is recorded in a database as it happens, and a run whose process
+// died continues from its last recorded step when a process launches
+// again. Paid model responses are not requested again, finished tools do
+// not run again, and pending approvals and questions wait in the database
+// for an answer from any process.
+//
+// # One option: the runtime
+//
+//	rt, err := durable.Open(ctx, "sqlite:.harnessx/runs.db") // or "postgres://…"
+//	rt.Register("support", func(ctx context.Context) ([]harness.Option, error) {
+//		return []harness.Option{harness.WithProvider(p), harness.WithTools(tools...)}, nil
+//	})
+//	err = rt.Launch(ctx)                        // recovers this process's unfinished runs
+//	res, err := rt.Run(ctx, "support", "hello") // a durable run
+//	defer rt.Close(ctx)
+//
+// An agent is registered as a [Factory] of its options, not as an agent:
+// every run builds its own agent (a recovered run in a new process too),
+// and the runtime adds its step runner and, for a session, the saved
+// session ([harness.LoadSession]). Register every agent before Launch, in
+// every process that runs or recovers runs, under the same names and with
+// the same tools and extensions.
+//
+// # Databases
+//
+// The default is SQLite through DBOS's pure-Go driver (modernc.org/sqlite,
+// no cgo): "sqlite:PATH", [DefaultDSN] for "". The file and its directory
+// are created. It serves one machine: several processes of that machine
+// may share the file (WAL), never over a network file system; a change
+// made by another process is seen within about a second. A Postgres DSN
+// ("postgres://user:pass@host:5432/db?sslmode=disable", or key=value)
+// serves several machines with the same code; the role needs to create
+// the database (or it exists) and the "dbos" schema, or the schema is
+// migrated beforehand with DBOS's CLI. Open refuses a file that is not a
+// SQLite database ([ErrNotDatabase]), another application's database
+// ([ErrForeignDatabase]) and a schema newer than this build
+// ([ErrSchemaTooNew]) without writing to them.
+//
+// # Executor IDs and versions
+//
+// [Runtime.Launch] recovers the runs recorded by its own executor ID
+// ([WithExecutorID], default "local") under its own application version
+// ([WithAppVersion], default "harnessx-1") and name ([WithAppName],
+// default "harnessx"). One process per machine keeps the defaults, and its
+// restart recovers its runs. Several processes on one database need one
+// unique, stable ID each — a restarted worker must come back with its ID
+// — and a process that only answers questions or approvals (a CLI) should
+// not Launch at all: Resume, Reply, Pending and Wait work without it, and
+// a launched process with another's ID would run that one's runs too. A
+// dead worker whose ID never returns leaves its runs pending: resuming
+// them elsewhere is a supervisor's job, not done here ([WithQueue] is the
+// seam). The version is pinned, unlike DBOS's default (a hash of the
+// binary, which strands every pending run after a rebuild); bump it when
+// a change makes recorded runs replay differently.
+//
+// # What is recorded, and what repeats on recovery
+//
+// A run is a DBOS workflow whose ID is the run ID ([WithRunID], or
+// random). Its input holds the agent's name, the user's input and the
+// session saved before the run; its output the [harness.RunResult] (its
+// error as text: [RunError]) and the session after it. Starting a run
+// under an existing ID returns that run's outcome.
+//
+// Each model request is a step named by its key ("<run>/model/<n>"); the
+// response is recorded whole (JSON) and replayed without a request and
+// without a span. Each tool call is two steps: a marker "<key>/start"
+// recording that the call started and when, then the call "<key>". The
+// calls of a parallel group start in call order (dbos.Go) and run in
+// parallel. On recovery a recorded call is not run again; a call whose
+// marker was recorded but whose outcome was not was interrupted by the
+// crash: a ReplaySafe tool runs again from its start, a ReplayUnsafe tool
+// does not, and the model gets [harness.InterruptedResult] (status
+// interrupted). A model request interrupted mid-flight is requested again.
+// [harness.Now] inside a tool returns the time the call first started.
+//
+// Everything else of the run runs again on recovery: building the agent,
+// turn-start callbacks, prompt providers, run interceptors and hooks, the
+// middleware and hooks of steps that did not finish. Hooks see replayed
+// steps only through the engine's own replay (no model or tool span is
+// emitted again for a recorded step).
+//
+// # Approvals
+//
+// A run that pauses on approvals parks: it starts a child workflow
+// "<run>/approval/<n>" that waits for the decisions, and [Runtime.Run]
+// returns the paused result. [Runtime.Resume] from any process checks the
+// decisions (one per pending approval), sends them, and waits for the
+// run's next outcome. A process that dies while a run is paused loses
+// nothing: the next Launch recovers the run, which replays to the same
+// pause and waits again.
+//
+// # Questions
+//
+// A ReplaySafe tool may ask the user with [harness.AskUser]. The question
+// becomes a workflow "<run>/ask/<ask id>" that waits for
+// [Runtime.Reply]; the tool waits for it. A tool run again after a crash
+// finds the recorded answer, or the same open question, without asking
+// twice. [Runtime.Pending] lists the open approvals and questions of every
+// run in the database.
+//
+// # Sessions
+//
+// [WithSession] continues a conversation across runs and processes: the
+// run starts from the session its predecessor saved and saves its own.
+// A session's runs are named "<session>/<n>" and run one at a time
+// ([ErrSessionBusy]).
+//
+// # Not done
+//
+//   - No supervisor: runs of a dead executor whose ID never returns stay
+//     pending (on Postgres across machines, another engineer's lease
+//     supervisor resumes them with dbos.ResumeWorkflows on a queue).
+//   - Trace IDs of a recovered run are new; deriving them from the run ID
+//     belongs to the tracing extension.
+//   - Errors of a recorded run come back as text ([RunError]), not as
+//     their original types.
+//   - The SQLite driver is always linked (about 7 MB and a long first
+//     build); a Postgres-only build cannot leave it out yet.
+//   - A parked question or approval gives up after a year (DBOS has no
+//     unbounded wait).
+package durable

@@ -1,0 +1,383 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/harnessx/harnessx/harness"
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(envChild) {
+	case "run", "pause":
+		os.Exit(child())
+	case "reply":
+		os.Exit(childReply())
+	}
+	goleak.VerifyTestMain(m, goleakOptions()...)
+}
+
+// goleakOptions ignores the goroutines DBOS leaves after Shutdown: the
+// SQLite driver's connection openers and DBOS's database retriers that
+// stop on their own shortly after.
+func goleakOptions() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("database/sql.(*DB).connectionOpener"),
+		goleak.IgnoreAnyFunction("database/sql.(*DB).connectionCleaner"),
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestRunCompletes(t *testing.T) {
+	dir := t.TempDir()
+	rt := openFixture(t, dir, true)
+	res, err := rt.Run(ctxT(t), "safe", "go", WithRunID("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != harness.StatusCompleted || res.Text != "done: c1=safe-ok[ok]" || res.RunID != "r1" || res.Steps != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Usage.InputTokens != 30 {
+		t.Fatalf("usage %+v", res.Usage)
+	}
+	// The same run ID again returns the recorded outcome without running.
+	before := counts(t, dir)
+	res2, err := rt.Run(ctxT(t), "safe", "other", WithRunID("r1"))
+	if err != nil || res2.Text != res.Text {
+		t.Fatalf("rerun: %+v %v", res2, err)
+	}
+	if after := counts(t, dir); !reflect.DeepEqual(before, after) {
+		t.Fatalf("a rerun of a finished run worked: %v -> %v", before, after)
+	}
+	if _, err := rt.Run(ctxT(t), "nobody", "go"); !errors.Is(err, ErrUnknownAgent) {
+		t.Fatalf("unknown agent: %v", err)
+	}
+	if err := rt.Register("late", factory(dir, "safe")); !errors.Is(err, ErrRegistration) {
+		t.Fatalf("register after launch: %v", err)
+	}
+}
+
+func TestModelResponseRoundTrip(t *testing.T) {
+	temp := 0.5
+	_ = temp
+	in := &harness.ModelResponse{
+		Message: harness.Message{Role: harness.RoleAssistant, Content: []harness.Part{
+			{Type: harness.PartReasoning, Text: "think", ProviderData: json.RawMessage(`{"signature":"abc"}`)},
+			{Type: harness.PartText, Text: "hi ✓"},
+			{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "c1", Name: "t", Input: json.RawMessage(`{"a":[1,2.5,"x"],"b":null}`)}},
+		}},
+		StopReason: harness.StopToolUse, RawStopReason: "tool_calls",
+		Usage:        harness.Usage{InputTokens: 1, OutputTokens: 2, CacheReadInputTokens: 3, CacheCreationInputTokens: 4, ReasoningTokens: 5},
+		Model:        "m", ID: "resp-1", Provider: "p",
+		FirstChunkAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+		Sent:         harness.RequestParams{Model: "m", MaxTokens: 100, Temperature: 0.5, HasTemperature: true, Stream: true},
+	}
+	// DBOS records a step's output with encoding/json; the runner's
+	// recorded response must come back equal.
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out harness.ModelResponse
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, &out) {
+		t.Fatalf("round trip:\n%+v\n%+v", in, &out)
+	}
+}
+
+// TestKillAfterModelResponse kills the process during the second model
+// request: the first response, recorded, is not requested again.
+func TestKillAfterModelResponse(t *testing.T) {
+	dir := t.TempDir()
+	_, killed := runChild(t, dir, "run", "model", "rm", true)
+	if !killed {
+		t.Fatal("the child was not killed")
+	}
+	if c := counts(t, dir); c["model 1"] != 1 || c["model 2"] != 1 || c["tool fast rm/tool/1/c1"] != 1 {
+		t.Fatalf("before recovery: %v", c)
+	}
+	rt := openFixture(t, dir, true)
+	res, err := rt.Wait(ctxT(t), "rm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != harness.StatusCompleted || res.Text != "done: c1=fast-ok[ok]" {
+		t.Fatalf("result %+v", res)
+	}
+	// Model step 1 and the tool were recorded: not again. Model step 2 died
+	// mid-request: requested again.
+	if c := counts(t, dir); c["model 1"] != 1 || c["model 2"] != 2 || c["tool fast rm/tool/1/c1"] != 1 {
+		t.Fatalf("after recovery: %v", c)
+	}
+}
+
+func TestKillMidSafeTool(t *testing.T) {
+	dir := t.TempDir()
+	if _, killed := runChild(t, dir, "run", "safe", "rs", true); !killed {
+		t.Fatal("the child was not killed")
+	}
+	rt := openFixture(t, dir, true)
+	res, err := rt.Wait(ctxT(t), "rs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != harness.StatusCompleted || res.Text != "done: c1=safe-ok[ok]" {
+		t.Fatalf("result %+v", res)
+	}
+	if c := counts(t, dir); c["model 1"] != 1 || c["tool safe rs/tool/1/c1"] != 2 || c["model 2"] != 1 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+func TestKillMidUnsafeTool(t *testing.T) {
+	dir := t.TempDir()
+	if _, killed := runChild(t, dir, "run", "unsafe", "ru", true); !killed {
+		t.Fatal("the child was not killed")
+	}
+	rt := openFixture(t, dir, true)
+	res, err := rt.Wait(ctxT(t), "ru")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != harness.StatusCompleted || !strings.Contains(res.Text, "[interrupted]") || !strings.Contains(res.Text, "outcome of tool \"unsafe\" is unknown") {
+		t.Fatalf("result %+v", res)
+	}
+	if c := counts(t, dir); c["model 1"] != 1 || c["tool unsafe ru/tool/1/c1"] != 1 || c["model 2"] != 1 {
+		t.Fatalf("counters %v", c)
+	}
+	var status harness.ToolStatus
+	for _, m := range res.Messages {
+		for _, p := range m.Content {
+			if p.ToolResult != nil {
+				status = p.ToolResult.Status
+			}
+		}
+	}
+	if status != harness.ToolInterrupted {
+		t.Fatalf("tool status %q", status)
+	}
+}
+
+func TestKillDuringParallelTools(t *testing.T) {
+	dir := t.TempDir()
+	if _, killed := runChild(t, dir, "run", "par", "rp", true); !killed {
+		t.Fatal("the child was not killed")
+	}
+	rt := openFixture(t, dir, true)
+	res, err := rt.Wait(ctxT(t), "rp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != harness.StatusCompleted || !strings.HasPrefix(res.Text, "done: p1=fast-ok[ok] p2=fast-ok[ok] p3=") || !strings.Contains(res.Text, "[interrupted]") {
+		t.Fatalf("result %+v", res)
+	}
+	c := counts(t, dir)
+	if c["tool fast rp/tool/1/p1"] != 1 || c["tool fast rp/tool/1/p2"] != 1 || c["tool slow rp/tool/1/p3"] != 1 || c["model 1"] != 1 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+func TestKillWhilePausedOnApproval(t *testing.T) {
+	dir := t.TempDir()
+	out, killed := runChild(t, dir, "pause", "approve", "ra", false)
+	if !killed {
+		t.Fatal("the child was not killed")
+	}
+	var paused runOutput
+	if err := json.Unmarshal([]byte(out), &paused); err != nil || paused.Status != harness.StatusPaused || len(paused.Pending) != 1 {
+		t.Fatalf("child result %q: %v", out, err)
+	}
+	rt := openFixture(t, dir, true)
+	ctx := ctxT(t)
+	p, err := rt.Pending(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Approvals) != 1 || p.Approvals[0].RunID != "ra" || p.Approvals[0].Requests[0].ID != "c1" {
+		t.Fatalf("pending %+v", p)
+	}
+	if _, err := rt.Resume(ctx, "ra", harness.Approve("nope")); !errors.Is(err, ErrInvalidDecision) {
+		t.Fatalf("wrong decision: %v", err)
+	}
+	if _, err := rt.Resume(ctx, "zz"); !errors.Is(err, ErrUnknownRun) {
+		t.Fatalf("unknown run: %v", err)
+	}
+	res, err := rt.Resume(ctx, "ra", harness.Approve("c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != harness.StatusCompleted || res.Text != "done: c1=deployed[ok]" {
+		t.Fatalf("result %+v", res)
+	}
+	if c := counts(t, dir); c["model 1"] != 1 || c["tool guarded ra/tool/1/c1"] != 1 || c["model 2"] != 1 {
+		t.Fatalf("counters %v", c)
+	}
+	if _, err := rt.Resume(ctx, "ra", harness.Approve("c1")); !errors.Is(err, ErrNotPaused) {
+		t.Fatalf("resume a finished run: %v", err)
+	}
+	if p, err := rt.Pending(ctx); err != nil || len(p.Approvals) != 0 {
+		t.Fatalf("pending after: %+v %v", p, err)
+	}
+}
+
+// childReply answers the first open question from a runtime that is not
+// launched (another executor ID), as an operator's CLI would.
+func childReply() int {
+	dir := os.Getenv(envDir)
+	rt, err := openRuntime(dir, false, WithExecutorID("replier"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reply:", err)
+		return 1
+	}
+	defer rt.Close(context.Background())
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		p, err := rt.Pending(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "reply:", err)
+			return 1
+		}
+		if len(p.Asks) == 0 {
+			continue
+		}
+		a := p.Asks[0]
+		if err := rt.Reply(ctx, a.RunID, a.Request.ID, harness.Answer{Kind: harness.AskConfirm}); !errors.Is(err, ErrInvalidAnswer) {
+			fmt.Fprintln(os.Stderr, "reply: wrong kind:", err)
+			return 1
+		}
+		if err := rt.Reply(ctx, a.RunID, a.Request.ID, harness.Answer{Choice: "green"}); !errors.Is(err, ErrInvalidAnswer) {
+			fmt.Fprintln(os.Stderr, "reply: bad choice:", err)
+			return 1
+		}
+		for range 2 { // twice: harmless
+			if err := rt.Reply(ctx, a.RunID, a.Request.ID, harness.Answer{Choice: "blue"}); err != nil {
+				fmt.Fprintln(os.Stderr, "reply:", err)
+				return 1
+			}
+		}
+		fmt.Println(a.RunID, a.Request.ID)
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "reply: no question")
+	return 1
+}
+
+func TestAskAnsweredFromAnotherProcess(t *testing.T) {
+	dir := t.TempDir()
+	rt := openFixture(t, dir, true)
+	ctx := ctxT(t)
+	type result struct {
+		res *harness.RunResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := rt.Run(ctx, "ask", "go", WithRunID("rq"))
+		done <- result{res, err}
+	}()
+	out, _ := runChild(t, dir, "reply", "", "", false)
+	if !strings.HasPrefix(out, "rq rq/tool/1/c1/ask/1") {
+		t.Fatalf("reply child printed %q", out)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.res.Text != "done: c1=chose blue[ok]" {
+		t.Fatalf("result %+v", r.res)
+	}
+	// The answer is recorded: the same again is fine, another is not.
+	askID := "rq/tool/1/c1/ask/1"
+	if err := rt.Reply(ctx, "rq", askID, harness.Answer{Choice: "blue"}); err != nil {
+		t.Fatalf("same answer again: %v", err)
+	}
+	if err := rt.Reply(ctx, "rq", askID, harness.Answer{Choice: "red"}); !errors.Is(err, ErrAlreadyAnswered) {
+		t.Fatalf("other answer: %v", err)
+	}
+	if err := rt.Reply(ctx, "rq", "nope", harness.Answer{Choice: "red"}); !errors.Is(err, ErrUnknownAsk) {
+		t.Fatalf("unknown ask: %v", err)
+	}
+	if err := rt.Reply(ctx, "zz", "nope", harness.Answer{Choice: "red"}); !errors.Is(err, ErrUnknownRun) {
+		t.Fatalf("unknown run: %v", err)
+	}
+}
+
+func TestSession(t *testing.T) {
+	dir := t.TempDir()
+	rt := openFixture(t, dir, true)
+	ctx := ctxT(t)
+	r1, err := rt.Run(ctx, "safe", "first", WithSession("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := rt.Run(ctx, "safe", "second", WithSession("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.RunID != "s/1" || r2.RunID != "s/2" {
+		t.Fatalf("run IDs %q %q", r1.RunID, r2.RunID)
+	}
+	// The second run continued the conversation: it saw the first turn.
+	h, err := rt.Run(ctx, "safe", "third", WithSession("s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h
+	// Read the session saved by the last run.
+	_, data, err := rt.sessionState("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := harness.LoadSession(ctx, data, harness.WithProvider(harness.ProviderFunc(func(context.Context, *harness.ModelRequest) (*harness.ModelResponse, error) {
+		return nil, errors.New("unused")
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close(ctx)
+	var users []string
+	for _, m := range agent.Messages() {
+		if m.Role == harness.RoleUser {
+			users = append(users, m.Text())
+		}
+	}
+	if strings.Join(users, ",") != "first,second,third" || agent.SessionID() != "s" {
+		t.Fatalf("session %q %q", users, agent.SessionID())
+	}
+	if _, err := rt.Run(ctx, "safe", "x", WithSession("a/b")); err == nil {
+		t.Fatal("a session ID with a slash")
+	}
+}
+
+func TestSessionBusyWhilePaused(t *testing.T) {
+	dir := t.TempDir()
+	rt := openFixture(t, dir, true)
+	ctx := ctxT(t)
+	res, err := rt.Run(ctx, "approve", "go", WithSession("s"))
+	if err != nil || res.Status != harness.StatusPaused {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := rt.Run(ctx, "approve", "again", WithSession("s")); !errors.Is(err, ErrSessionBusy) {
+		t.Fatalf("busy: %v", err)
+	}
+	if res, err := rt.Resume(ctx, res.RunID, harness.Deny("c1", "no")); err != nil || res.Status != harness.StatusCompleted || !strings.Contains(res.Text, "[denied]") {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

@@ -1,0 +1,258 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+// The fixture: agents whose fake provider answers by step number (so that
+// a recovered run, which does not ask for recorded steps, gets the right
+// answer) and whose tools count their calls in a file on disk. With
+// HX_KILL=1 in the environment, the process SIGKILLs itself once (a marker
+// file remembers it) at the scenario's kill point.
+
+const (
+	envChild = "HX_DURABLE_CHILD" // child mode: run | pause
+	envDir   = "HX_DURABLE_DIR"
+	envKill  = "HX_KILL"
+	envRun   = "HX_RUN"
+	envAgent = "HX_AGENT"
+)
+
+// count appends a line to dir/counters.
+func count(dir, line string) {
+	f, err := os.OpenFile(filepath.Join(dir, "counters"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Fprintln(f, line)
+	f.Close()
+}
+
+// counts reads dir/counters.
+func counts(t testing.TB, dir string) map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "counters"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for l := range strings.Lines(string(data)) {
+		m[strings.TrimSpace(l)]++
+	}
+	return m
+}
+
+// killOnce SIGKILLs the process the first time it is called at point, when
+// HX_KILL=1.
+func killOnce(dir, point string) {
+	if os.Getenv(envKill) != "1" {
+		return
+	}
+	marker := filepath.Join(dir, "killed-"+point)
+	if _, err := os.Stat(marker); err == nil {
+		return
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		panic(err)
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	time.Sleep(time.Hour)
+}
+
+func callMsg(calls ...harness.ToolCall) *harness.ModelResponse {
+	m := harness.Message{Role: harness.RoleAssistant}
+	for i := range calls {
+		m.Content = append(m.Content, harness.Part{Type: harness.PartToolCall, ToolCall: &calls[i]})
+	}
+	return &harness.ModelResponse{Message: m, StopReason: harness.StopToolUse, Usage: harness.Usage{InputTokens: 10, OutputTokens: 5}, Provider: "fake", Model: "fake-1"}
+}
+
+func reply(text string) *harness.ModelResponse {
+	return &harness.ModelResponse{Message: harness.AssistantMessage(text), StopReason: harness.StopEndTurn, Usage: harness.Usage{InputTokens: 20, OutputTokens: 3}, Provider: "fake", Model: "fake-1"}
+}
+
+// results renders the tool results of the last message.
+func results(req *harness.ModelRequest) string {
+	var out []string
+	last := req.Messages[len(req.Messages)-1]
+	for _, p := range last.Content {
+		if p.ToolResult != nil {
+			out = append(out, fmt.Sprintf("%s=%s[%s]", p.ToolResult.CallID, p.ToolResult.Content, p.ToolResult.Status))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// agents are the fixture's agent names.
+var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask"}
+
+func factory(dir, agent string) Factory {
+	return func(ctx context.Context) ([]harness.Option, error) {
+		provider := harness.ProviderFunc(func(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+			count(dir, fmt.Sprintf("model %d", req.Step))
+			if req.Step == 1 {
+				switch agent {
+				case "safe", "unsafe", "model":
+					tool := map[string]string{"safe": "safe", "unsafe": "unsafe", "model": "fast"}[agent]
+					return callMsg(harnesstest.Call("c1", tool, map[string]any{})), nil
+				case "par":
+					return callMsg(harnesstest.Call("p1", "fast", map[string]any{}), harnesstest.Call("p2", "fast", map[string]any{}),
+						harnesstest.Call("p3", "slow", map[string]any{})), nil
+				case "approve":
+					return callMsg(harnesstest.Call("c1", "guarded", map[string]any{})), nil
+				case "ask":
+					return callMsg(harnesstest.Call("c1", "asker", map[string]any{})), nil
+				}
+			}
+			if agent == "model" {
+				killOnce(dir, "model")
+			}
+			return reply("done: " + results(req)), nil
+		})
+		type in struct{}
+		tool := func(name string, policy harness.ReplayPolicy, conc bool, body func(ctx context.Context) (string, error)) *harness.Tool {
+			t := harness.MustTool(harness.NewTool(name, name, func(ctx context.Context, _ in) (string, error) {
+				count(dir, "tool "+name+" "+harness.ExecutionKey(ctx))
+				return body(ctx)
+			}))
+			t.ReplayPolicy, t.Concurrent = policy, conc
+			return t
+		}
+		guarded := tool("guarded", harness.ReplayUnsafe, false, func(context.Context) (string, error) { return "deployed", nil })
+		guarded.Permission = harness.PermissionAsk
+		tools := []*harness.Tool{
+			tool("safe", harness.ReplaySafe, false, func(context.Context) (string, error) {
+				killOnce(dir, "safe")
+				return "safe-ok", nil
+			}),
+			tool("unsafe", harness.ReplayUnsafe, false, func(context.Context) (string, error) {
+				killOnce(dir, "unsafe")
+				return "unsafe-ok", nil
+			}),
+			tool("fast", harness.ReplaySafe, true, func(ctx context.Context) (string, error) {
+				return "fast-ok", nil
+			}),
+			tool("slow", harness.ReplayUnsafe, true, func(ctx context.Context) (string, error) {
+				if os.Getenv(envKill) == "1" {
+					time.Sleep(500 * time.Millisecond) // p1 and p2 are recorded by then
+				}
+				killOnce(dir, "slow")
+				return "slow-ok", nil
+			}),
+			guarded,
+			tool("asker", harness.ReplaySafe, false, func(ctx context.Context) (string, error) {
+				a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "which?", Options: []string{"red", "blue"}})
+				if err != nil {
+					return "", err
+				}
+				killOnce(dir, "asker")
+				return "chose " + a.Choice, nil
+			}),
+		}
+		return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tools...)}, nil
+	}
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// openFixture opens a runtime on dir/runs.db with every fixture agent
+// registered; launched unless told otherwise.
+func openFixture(t testing.TB, dir string, launch bool, opts ...Option) *Runtime {
+	t.Helper()
+	rt, err := openRuntime(dir, launch, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return rt
+}
+
+func openRuntime(dir string, launch bool, opts ...Option) (*Runtime, error) {
+	ctx := context.Background()
+	rt, err := Open(ctx, "sqlite:"+filepath.Join(dir, "runs.db"), append([]Option{WithLogger(quietLogger()), WithPollInterval(20 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range agents {
+		if err := rt.Register(a, factory(dir, a)); err != nil {
+			return nil, err
+		}
+	}
+	if launch {
+		if err := rt.Launch(ctx); err != nil {
+			rt.Close(ctx)
+			return nil, err
+		}
+	}
+	return rt, nil
+}
+
+// child is the re-executed test binary: it runs HX_AGENT under HX_RUN and
+// prints the result as JSON. A kill point on the way SIGKILLs it.
+func child() int {
+	dir := os.Getenv(envDir)
+	rt, err := openRuntime(dir, true)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 1
+	}
+	res, err := rt.Run(context.Background(), os.Getenv(envAgent), "go", WithRunID(os.Getenv(envRun)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 1
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(toOutput(res))
+	if os.Getenv(envChild) == "pause" && res.Status == harness.StatusPaused {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL) // die while paused
+		time.Sleep(time.Hour)
+	}
+	rt.Close(context.Background())
+	return 0
+}
+
+// runChild runs the test binary as a child in mode and returns its stdout
+// and whether it died of SIGKILL.
+func runChild(t *testing.T, dir, mode, agent, runID string, kill bool) (string, bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+mode, envDir+"="+dir, envAgent+"="+agent, envRun+"="+runID)
+	if kill {
+		cmd.Env = append(cmd.Env, envKill+"=1")
+	}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	defer stop()
+	err := cmd.Wait()
+	killed := false
+	if ee, ok := err.(*exec.ExitError); ok {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			killed = true
+		}
+	}
+	if err != nil && !killed {
+		t.Fatalf("child %s: %v\nstderr: %s", mode, err, stderr.String())
+	}
+	return stdout.String(), killed
+}

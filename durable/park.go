@@ -1,0 +1,284 @@
+package durable
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/harnessx/harnessx/harness"
+)
+
+// approvalInput is the input of the approval workflow a paused run
+// starts: it waits for the decisions.
+type approvalInput struct {
+	RunID  string    `json:"run_id"`
+	Seq    int       `json:"seq"`
+	Paused runOutput `json:"paused"`
+}
+
+// approvalWorkflow parks until Resume sends the decisions.
+func approvalWorkflow(ctx dbos.Context, in approvalInput) ([]harness.Decision, error) {
+	return dbos.Recv[[]harness.Decision](ctx, decisionsTopic, parkTimeout)
+}
+
+// askInput is the input of the ask workflow a tool's question starts.
+type askInput struct {
+	RunID   string             `json:"run_id"`
+	Key     string             `json:"key"` // the asking call's execution key
+	Request harness.AskRequest `json:"request"`
+}
+
+// askWorkflow parks until Reply sends the answer.
+func askWorkflow(ctx dbos.Context, in askInput) (harness.Answer, error) {
+	return dbos.Recv[harness.Answer](ctx, answerTopic, parkTimeout)
+}
+
+func askWorkflowID(runID, askID string) string { return runID + "/ask/" + askID }
+
+// Pending is what [Runtime.Pending] lists: the approvals and questions
+// that runs wait for.
+type Pending struct {
+	// Approvals are the paused runs.
+	Approvals []PendingApproval
+	// Asks are the open questions.
+	Asks []PendingAsk
+}
+
+// PendingApproval is a run paused on approvals.
+type PendingApproval struct {
+	RunID    string
+	Requests []harness.ApprovalRequest
+	// Since is when the run paused.
+	Since time.Time
+}
+
+// PendingAsk is a question a tool of a run waits on.
+type PendingAsk struct {
+	RunID string
+	// Key is the execution key of the asking tool call.
+	Key     string
+	Request harness.AskRequest
+	Since   time.Time
+}
+
+// Pending lists the approvals and questions that runs of this
+// application wait for, oldest first, from the database: it sees the runs
+// of every process.
+func (rt *Runtime) Pending(ctx context.Context) (*Pending, error) {
+	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterName(approvalWorkflowName, askWorkflowName),
+		dbos.WithFilterStatus(dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued), dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return nil, fmt.Errorf("durable: pending: %w", err)
+	}
+	p := &Pending{}
+	for _, w := range ws {
+		switch w.Name {
+		case approvalWorkflowName:
+			var in approvalInput
+			if err := decodeAny(w.Input, &in); err != nil {
+				return nil, fmt.Errorf("durable: pending: approval %s: %w", w.ID, err)
+			}
+			p.Approvals = append(p.Approvals, PendingApproval{RunID: in.RunID, Requests: in.Paused.Pending, Since: w.CreatedAt})
+		case askWorkflowName:
+			var in askInput
+			if err := decodeAny(w.Input, &in); err != nil {
+				return nil, fmt.Errorf("durable: pending: ask %s: %w", w.ID, err)
+			}
+			p.Asks = append(p.Asks, PendingAsk{RunID: in.RunID, Key: in.Key, Request: in.Request, Since: w.CreatedAt})
+		}
+	}
+	slices.SortStableFunc(p.Approvals, func(a, b PendingApproval) int { return a.Since.Compare(b.Since) })
+	slices.SortStableFunc(p.Asks, func(a, b PendingAsk) int { return a.Since.Compare(b.Since) })
+	return p, nil
+}
+
+// openApproval returns the input of the run's approval workflow that
+// waits, nil when none does.
+func (rt *Runtime) openApproval(runID string) (*approvalInput, error) {
+	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterName(approvalWorkflowName), dbos.WithFilterParentWorkflowID(runID),
+		dbos.WithFilterStatus(dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued), dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return nil, fmt.Errorf("durable: run %s: %w", runID, err)
+	}
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	var in approvalInput
+	if err := decodeAny(ws[0].Input, &in); err != nil {
+		return nil, fmt.Errorf("durable: run %s: approval: %w", runID, err)
+	}
+	return &in, nil
+}
+
+// Resume continues a run paused on approvals with a decision for every
+// pending approval, from any process on the database, and waits, as
+// [Runtime.Run] does, until the run finishes or pauses again. The
+// decisions are checked first: one per pending approval
+// ([ErrInvalidDecision] otherwise, and nothing is sent). A run that does
+// not wait for approvals is [ErrNotPaused]; an unknown one
+// [ErrUnknownRun]. Resume returns only once a launched runtime took the
+// decisions; cancelling ctx stops the wait, and the decisions stay sent
+// (a second Resume with the same decisions is harmless).
+func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harness.Decision) (*harness.RunResult, error) {
+	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
+		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
+	}
+	if len(ws) == 0 {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownRun, runID)
+	}
+	ap, err := rt.openApproval(runID)
+	if err != nil {
+		return nil, err
+	}
+	if ap == nil {
+		return nil, fmt.Errorf("%w: run %s is %s", ErrNotPaused, runID, strings.ToLower(string(ws[0].Status)))
+	}
+	if err := checkDecisions(ap.Paused.Pending, decisions); err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	id := fmt.Sprintf("%s/approval/%d", runID, ap.Seq)
+	if err := dbos.Send(rt.dctx, id, decisions, decisionsTopic, dbos.WithIdempotencyKey(id)); err != nil {
+		return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
+	}
+	// Wait until the decisions are taken, so that Wait does not report
+	// the pause they answer.
+	for {
+		ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+		if err != nil {
+			return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
+		}
+		if len(ws) == 1 && ws[0].Status != dbos.WorkflowStatusPending && ws[0].Status != dbos.WorkflowStatusEnqueued {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("durable: resume %s: decisions sent, not taken yet: %w", runID, context.Cause(ctx))
+		case <-time.After(rt.cfg.poll):
+		}
+	}
+	return rt.Wait(ctx, runID)
+}
+
+func checkDecisions(pending []harness.ApprovalRequest, ds []harness.Decision) error {
+	seen := map[string]int{}
+	for _, d := range ds {
+		seen[d.ID]++
+	}
+	for _, p := range pending {
+		switch seen[p.ID] {
+		case 0:
+			return fmt.Errorf("%w: no decision for approval %q", ErrInvalidDecision, p.ID)
+		case 1:
+		default:
+			return fmt.Errorf("%w: %d decisions for approval %q", ErrInvalidDecision, seen[p.ID], p.ID)
+		}
+		delete(seen, p.ID)
+	}
+	for id := range seen {
+		return fmt.Errorf("%w: no pending approval %q", ErrInvalidDecision, id)
+	}
+	return nil
+}
+
+// Reply answers the question askID of a run (see [harness.AskUser]) from
+// any process on the database; the asking tool gets the answer once a
+// launched runtime takes it. The answer's Kind must be the question's
+// (empty means the question's), and a choice one of its options
+// ([ErrInvalidAnswer]). Replying twice with the same answer is harmless;
+// with another answer it is [ErrAlreadyAnswered]. An unknown run is
+// [ErrUnknownRun], an unknown question [ErrUnknownAsk].
+func (rt *Runtime) Reply(ctx context.Context, runID, askID string, ans harness.Answer) error {
+	id := askWorkflowID(runID, askID)
+	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterName(askWorkflowName),
+		dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return fmt.Errorf("durable: reply %s: %w", id, err)
+	}
+	if len(ws) == 0 {
+		runs, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
+			dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+		if err == nil && len(runs) == 0 {
+			return fmt.Errorf("%w: %q", ErrUnknownRun, runID)
+		}
+		return fmt.Errorf("%w: run %s has no question %q", ErrUnknownAsk, runID, askID)
+	}
+	var in askInput
+	if err := decodeAny(ws[0].Input, &in); err != nil {
+		return fmt.Errorf("durable: reply %s: %w", id, err)
+	}
+	req := in.Request
+	if ans.Kind == "" {
+		ans.Kind = req.Kind
+	}
+	if ans.ID == "" {
+		ans.ID = req.ID
+	}
+	switch {
+	case ans.Kind != req.Kind:
+		return fmt.Errorf("%w: question %q asks for %s, got a %s answer", ErrInvalidAnswer, askID, req.Kind, ans.Kind)
+	case ans.ID != req.ID:
+		return fmt.Errorf("%w: answer for %q given to question %q", ErrInvalidAnswer, ans.ID, askID)
+	case req.Kind == harness.AskSelect && !slices.Contains(req.Options, ans.Choice):
+		return fmt.Errorf("%w: %q is not one of %q", ErrInvalidAnswer, ans.Choice, req.Options)
+	}
+	switch ws[0].Status {
+	case dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued:
+		if err := dbos.Send(rt.dctx, id, ans, answerTopic, dbos.WithIdempotencyKey(id)); err != nil {
+			return fmt.Errorf("durable: reply %s: %w", id, err)
+		}
+		return nil
+	case dbos.WorkflowStatusSuccess:
+		h, err := dbos.RetrieveWorkflow[harness.Answer](rt.dctx, id)
+		if err != nil {
+			return fmt.Errorf("durable: reply %s: %w", id, err)
+		}
+		got, err := h.GetResult()
+		if err != nil {
+			return fmt.Errorf("durable: reply %s: %w", id, err)
+		}
+		if got != ans && !sameAnswer(got, ans) {
+			return fmt.Errorf("%w: question %q of run %s", ErrAlreadyAnswered, askID, runID)
+		}
+		return nil
+	default:
+		return fmt.Errorf("%w: question %q of run %s is %s", ErrAlreadyAnswered, askID, runID, strings.ToLower(string(ws[0].Status)))
+	}
+}
+
+func sameAnswer(a, b harness.Answer) bool {
+	return a.ID == b.ID && a.Kind == b.Kind && a.Confirmed == b.Confirmed && a.Choice == b.Choice && a.Text == b.Text
+}
+
+// decodeAny decodes a workflow input or output as ListWorkflows returns
+// it: the encoded string (base64 of JSON, or JSON) or decoded JSON values.
+func decodeAny(v any, dst any) error {
+	var data []byte
+	switch x := v.(type) {
+	case nil:
+		return errors.New("no data")
+	case string:
+		if b, err := base64.StdEncoding.DecodeString(x); err == nil && json.Valid(b) {
+			data = b
+		} else {
+			data = []byte(x)
+		}
+	case []byte:
+		data = x
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return err
+		}
+		data = b
+	}
+	return json.Unmarshal(data, dst)
+}

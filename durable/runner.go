@@ -1,0 +1,174 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/harnessx/harnessx/harness"
+)
+
+// runner is the harness.StepRunner on DBOS. Each model request is a step
+// named by its key; each tool call is a marker step ("<key>/start", which
+// records that the call started and when) and the call's step ("<key>").
+// A call resumed after an approval uses "<key>/resume/start" and
+// "<key>/resume", so that its pending result, recorded under "<key>",
+// replays as pending and the decision's outcome is recorded apart.
+type runner struct{ rt *Runtime }
+
+var (
+	_ harness.StepRunner = (*runner)(nil)
+	_ harness.Asker      = (*runner)(nil)
+	_ harness.Clock      = (*runner)(nil)
+)
+
+// workflowOf returns the run workflow's context ctx belongs to, nil
+// outside a durable run and inside a step (a subagent's run inside a tool
+// call then runs its steps directly, within its parent's step).
+func workflowOf(ctx context.Context) dbos.Context {
+	wf, _ := ctx.Value(wfKey{}).(dbos.Context)
+	return wf
+}
+
+// inStep hides the workflow from what runs inside a step.
+func inStep(ctx context.Context) context.Context {
+	return context.WithValue(ctx, wfKey{}, nil)
+}
+
+// Model runs the model request as a step: recorded once, replayed after.
+func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Context) (*harness.ModelResponse, error)) (*harness.ModelResponse, error) {
+	wf := workflowOf(ctx)
+	if wf == nil {
+		return fn(ctx)
+	}
+	inner := inStep(ctx)
+	return dbos.RunAsStep(wf, func(context.Context) (resp *harness.ModelResponse, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				resp, err = nil, fmt.Errorf("durable: model step %s panicked: %v", s.Key, p)
+			}
+		}()
+		return fn(inner)
+	}, dbos.WithStepName(s.Key))
+}
+
+type startKey struct{}
+
+// Tools runs each call as a marker step and a tool step, started in slice
+// order; a group of several runs its tool steps in parallel (dbos.Go). A
+// call whose marker was recorded by an earlier attempt but whose outcome
+// was not was interrupted: a ReplaySafe call runs again, a ReplayUnsafe one
+// is reported interrupted.
+func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx context.Context, i int) *harness.ToolResult) []*harness.ToolResult {
+	wf := workflowOf(ctx)
+	if wf == nil {
+		return harness.DirectRunner{}.Tools(ctx, steps, fn)
+	}
+	inner := inStep(ctx)
+	out := make([]*harness.ToolResult, len(steps))
+	chans := make([]<-chan dbos.StepOutcome[*harness.ToolResult], len(steps))
+	for i, s := range steps {
+		name := s.Key
+		if s.Resumed {
+			name += "/resume"
+		}
+		fresh := false
+		start, err := dbos.RunAsStep(wf, func(context.Context) (time.Time, error) {
+			fresh = true
+			return time.Now().UTC(), nil
+		}, dbos.WithStepName(name+"/start"))
+		if err != nil {
+			out[i] = stepError(s, err)
+			continue
+		}
+		body := func(context.Context) (res *harness.ToolResult, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					res, err = nil, fmt.Errorf("durable: tool step %s panicked: %v", s.Key, p)
+				}
+			}()
+			c := context.WithValue(inner, startKey{}, start)
+			if !fresh && s.Replay != harness.ReplaySafe {
+				return fn(harness.InterruptedContext(c), i), nil
+			}
+			return fn(c, i), nil
+		}
+		if len(steps) == 1 {
+			res, err := dbos.RunAsStep(wf, body, dbos.WithStepName(name))
+			if err != nil {
+				res = stepError(s, err)
+			}
+			out[i] = res
+			continue
+		}
+		ch, err := dbos.Go(wf, body, dbos.WithStepName(name))
+		if err != nil {
+			out[i] = stepError(s, err)
+			continue
+		}
+		chans[i] = ch
+	}
+	for i, ch := range chans {
+		if ch == nil {
+			continue
+		}
+		o := <-ch
+		out[i] = o.Result
+		if o.Err != nil {
+			out[i] = stepError(steps[i], o.Err)
+		}
+	}
+	return out
+}
+
+// stepError is the result of a call whose step failed in the runtime (the
+// database, a cancelled run).
+func stepError(s *harness.Step, err error) *harness.ToolResult {
+	return &harness.ToolResult{CallID: s.Call.ID, Name: s.Call.Name, Content: "durable: " + err.Error(), IsError: true, Status: harness.ToolError}
+}
+
+// Ask parks the question in an ask workflow named "<run id>/ask/<ask id>",
+// which waits for [Runtime.Reply]; the tool waits for its result. A tool
+// run again after a crash finds the same workflow, and so the recorded
+// answer, without asking again.
+func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskRequest) (harness.Answer, error) {
+	if s == nil {
+		return harness.Answer{}, fmt.Errorf("%w: outside a durable run", harness.ErrAskUnsupported)
+	}
+	h, err := dbos.RunWorkflow(r.rt.dctx, askWorkflow, askInput{RunID: s.RunID, Key: s.Key, Request: req},
+		dbos.WithWorkflowID(askWorkflowID(s.RunID, req.ID)))
+	if err != nil {
+		return harness.Answer{}, fmt.Errorf("durable: ask %s: %w", req.ID, err)
+	}
+	r.rt.notify()
+	type result struct {
+		a   harness.Answer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := h.GetResult()
+		done <- result{a, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return harness.Answer{}, fmt.Errorf("durable: ask %s: %w", req.ID, res.err)
+		}
+		return res.a, nil
+	case <-ctx.Done():
+		return harness.Answer{}, context.Cause(ctx)
+	}
+}
+
+// Now returns, inside a tool call, the time its marker step recorded when
+// the call first started, so that a rerun sees the same time; elsewhere
+// (a model request is one step, recorded whole) the current time.
+func (r *runner) Now(ctx context.Context, s *harness.Step) time.Time {
+	if t, ok := ctx.Value(startKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
+}

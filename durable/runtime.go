@@ -1,0 +1,608 @@
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // the default database
+
+	"github.com/harnessx/harnessx/harness"
+)
+
+// Defaults of [Open].
+const (
+	// DefaultDSN is the database Open uses for an empty DSN: a SQLite file
+	// under the working directory.
+	DefaultDSN = "sqlite:.harnessx/runs.db"
+	// DefaultAppName owns the runs in the database (see [WithAppName]).
+	DefaultAppName = "harnessx"
+	// DefaultAppVersion is the pinned application version (see
+	// [WithAppVersion]).
+	DefaultAppVersion = "harnessx-1"
+	// DefaultExecutorID is the executor ID of a single process (see
+	// [WithExecutorID]).
+	DefaultExecutorID = "local"
+)
+
+// Workflow names recorded in the database. They are part of the on-disk
+// format: renaming one strands the runs recorded under the old name.
+const (
+	runWorkflowName      = "harnessx.run"
+	askWorkflowName      = "harnessx.ask"
+	approvalWorkflowName = "harnessx.approval"
+	answerTopic          = "answer"
+	decisionsTopic       = "decisions"
+	// parkTimeout bounds a parked question or approval: DBOS has no
+	// "forever". After it the ask fails and the run goes on with an error.
+	parkTimeout = 365 * 24 * time.Hour
+)
+
+// Option configures [Open].
+type Option func(*config)
+
+type config struct {
+	appName    string
+	appVersion string
+	executorID string
+	logger     *slog.Logger
+	queue      string
+	poll       time.Duration
+}
+
+// WithAppName sets the application name that owns the runs in the
+// database (default "harnessx"): runtimes see, recover and dequeue only
+// the runs of their own application name. It must match
+// ^[a-z0-9-_]{3,256}$.
+func WithAppName(name string) Option { return func(c *config) { c.appName = name } }
+
+// WithAppVersion pins the application version (default "harnessx-1").
+// A runtime recovers and dequeues only runs recorded under its own
+// version. DBOS's own default is a hash of the binary, which strands every
+// pending run after a rebuild; harnessx pins a fixed string instead. Bump
+// it deliberately when a change makes old runs replay differently (other
+// tools, another step order, another workflow input), and keep a process
+// of the old version running until its runs have finished.
+func WithAppVersion(v string) Option { return func(c *config) { c.appVersion = v } }
+
+// WithExecutorID names this process for recovery (default "local").
+// [Runtime.Launch] recovers only the pending runs recorded under its own
+// executor ID, so a restarted process must reuse its ID: the default suits
+// one process on one machine (SQLite). Several processes sharing one
+// database (Postgres, several machines) each need a unique, stable ID
+// (such as the host name, or a pod's ordinal); two live processes with
+// the same ID both recover, and so both run, the same runs. Runs of a dead
+// executor whose ID is never reused need a supervisor (not part of this
+// package) to resume them elsewhere.
+func WithExecutorID(id string) Option { return func(c *config) { c.executorID = id } }
+
+// WithLogger sets the logger DBOS and the runtime log to. The default is
+// slog.Default() restricted to warnings and errors: DBOS logs every
+// workflow at info level otherwise.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithQueue enqueues runs on the named DBOS queue instead of running them
+// in the process that calls [Runtime.Run]: any launched runtime of the
+// same application name and version that listens to the queue may run
+// them. It is the seam for a multi-worker supervisor; the queue is
+// registered with DBOS defaults (no concurrency limit).
+func WithQueue(name string) Option { return func(c *config) { c.queue = name } }
+
+// WithPollInterval sets how often [Runtime.Wait] and its callers look at
+// the database for a run's progress made by another process (default
+// 100ms). Progress made in this process wakes them at once.
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll = d } }
+
+// Factory returns the options that build an agent: a provider, tools,
+// extensions, a system prompt. The runtime adds its step runner (and, for
+// a session, the saved session), and builds the agent with [harness.New]
+// or [harness.LoadSession] for every run, recovered ones included, in
+// whatever process runs it. A factory must return the same tools and
+// extensions for the same name every time: a recovered run replays the
+// recorded steps against them.
+type Factory func(ctx context.Context) ([]harness.Option, error)
+
+// Runtime runs agents durably on a DBOS system database. Open one per
+// process, [Runtime.Register] the agents, [Runtime.Launch] it (which
+// recovers the runs this process left unfinished), then [Runtime.Run].
+// [Runtime.Resume], [Runtime.Reply], [Runtime.Pending] and [Runtime.Wait]
+// work without Launch, from any process on the same database. Its methods
+// are safe for concurrent use.
+type Runtime struct {
+	dctx   dbos.Context
+	cfg    config
+	runner *runner
+	queue  *dbos.Queue
+
+	mu       sync.Mutex
+	agents   map[string]Factory
+	launched bool
+	closed   bool
+	closeErr error
+	changed  chan struct{} // closed and replaced when a local run changes state
+}
+
+// Open opens (creating when needed) the durable runtime's database and
+// returns a runtime that is not launched. dsn is "sqlite:PATH" (a file,
+// created with its directory; "" means [DefaultDSN]) or a Postgres URL or
+// key=value DSN ("postgres://user:pass@host:5432/db?sslmode=disable"),
+// which needs a role that may create the database and its schema, or a
+// database migrated beforehand. A SQLite file that is not a database
+// ([ErrNotDatabase]), that belongs to another application
+// ([ErrForeignDatabase]), or whose schema is newer than this build's
+// ([ErrSchemaTooNew]) is refused untouched.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
+	cfg := config{appName: DefaultAppName, appVersion: DefaultAppVersion, executorID: DefaultExecutorID, poll: 100 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.New(minLevel{slog.Default().Handler(), slog.LevelWarn})
+	}
+	if cfg.poll <= 0 {
+		cfg.poll = 100 * time.Millisecond
+	}
+	if dsn == "" {
+		dsn = DefaultDSN
+	}
+	if path, ok := sqlitePath(dsn); ok {
+		if err := checkSQLite(ctx, path); err != nil {
+			return nil, err
+		}
+	}
+	dctx, err := dbos.NewContext(ctx, dbos.Config{
+		AppName:            cfg.appName,
+		DatabaseURL:        dsn,
+		ApplicationVersion: cfg.appVersion,
+		ExecutorID:         cfg.executorID,
+		Logger:             cfg.logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("durable: open %s: %w", redactDSN(dsn), err)
+	}
+	rt := &Runtime{dctx: dctx, cfg: cfg, agents: map[string]Factory{}, changed: make(chan struct{})}
+	rt.runner = &runner{rt: rt}
+	dbos.RegisterWorkflow(dctx, rt.runWorkflow, dbos.WithWorkflowName(runWorkflowName))
+	dbos.RegisterWorkflow(dctx, askWorkflow, dbos.WithWorkflowName(askWorkflowName))
+	dbos.RegisterWorkflow(dctx, approvalWorkflow, dbos.WithWorkflowName(approvalWorkflowName))
+	if cfg.queue != "" {
+		q, err := dbos.RegisterQueue(dctx, cfg.queue)
+		if err != nil {
+			_ = dbos.Shutdown(dctx, 5*time.Second)
+			return nil, fmt.Errorf("durable: register queue %q: %w", cfg.queue, err)
+		}
+		rt.queue = &q
+	}
+	return rt, nil
+}
+
+// Register makes an agent available to runs under name. Register every
+// agent before [Runtime.Launch]: recovery at launch builds the agents of
+// the runs it recovers.
+func (rt *Runtime) Register(name string, f Factory) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	switch {
+	case name == "" || f == nil:
+		return fmt.Errorf("%w: an agent needs a name and a factory", ErrRegistration)
+	case rt.launched:
+		return fmt.Errorf("%w: agent %q registered after Launch", ErrRegistration, name)
+	case rt.agents[name] != nil:
+		return fmt.Errorf("%w: agent %q registered twice", ErrRegistration, name)
+	}
+	rt.agents[name] = f
+	return nil
+}
+
+// Launch starts the runtime and recovers the runs this executor (same
+// executor ID, application name and version) left pending: they continue
+// from their last recorded step, in the background. It may be called
+// once.
+func (rt *Runtime) Launch(ctx context.Context) error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return ErrClosed
+	}
+	if rt.launched {
+		rt.mu.Unlock()
+		return errors.New("durable: Launch called twice")
+	}
+	rt.launched = true
+	rt.mu.Unlock()
+	if err := dbos.Launch(rt.dctx); err != nil {
+		return fmt.Errorf("durable: launch: %w", err)
+	}
+	return nil
+}
+
+// Close stops the runtime. Runs in flight stop where they are and stay
+// pending in the database: the next Launch with the same executor ID
+// recovers them. It waits for them to stop until ctx's deadline (10s
+// without one). It is idempotent.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed {
+		return rt.closeErr
+	}
+	rt.closed = true
+	timeout := 10 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	if err := dbos.Shutdown(rt.dctx, timeout); err != nil {
+		rt.closeErr = fmt.Errorf("durable: close: %w", err)
+	}
+	return rt.closeErr
+}
+
+// Runner returns the runtime's [harness.StepRunner]. The runtime installs
+// it on the agents it builds; an agent built with it outside a durable
+// run runs its steps directly.
+func (rt *Runtime) Runner() harness.StepRunner { return rt.runner }
+
+// RunOption configures [Runtime.Run].
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	runID   string
+	session string
+}
+
+// WithRunID sets the run's ID (its workflow ID): at most 128 bytes of
+// valid UTF-8 without control characters. Starting a run under the ID of
+// an existing one does not start another: Run returns the existing run's
+// outcome. The default is a random ID. It cannot be combined with
+// [WithSession], which names the runs.
+func WithRunID(id string) RunOption { return func(c *runConfig) { c.runID = id } }
+
+// WithSession continues a conversation: the run starts from the session
+// saved by the session's last finished run (or a new conversation with
+// that session ID), and saves the session when it finishes. A session
+// runs one turn at a time ([ErrSessionBusy]); its runs are named
+// "<session>/<n>", n counting from 1. The ID must not contain "/".
+func WithSession(id string) RunOption { return func(c *runConfig) { c.session = id } }
+
+// runInput is the run workflow's input. It carries everything a process
+// needs to rebuild the agent and run the turn again.
+type runInput struct {
+	Agent     string `json:"agent"`
+	Input     string `json:"input"`
+	SessionID string `json:"session_id,omitempty"`
+	// Session is the session saved before the run; nil for a new
+	// conversation.
+	Session []byte `json:"session,omitempty"`
+}
+
+// runOutput is what a finished run workflow records, and what a paused
+// one reports to the approval workflow: a JSON-safe RunResult, plus the
+// session after the run.
+type runOutput struct {
+	RunID    string                    `json:"run_id"`
+	Status   harness.Status            `json:"status"`
+	Text     string                    `json:"text,omitempty"`
+	Messages []harness.Message         `json:"messages,omitempty"`
+	Usage    harness.Usage             `json:"usage"`
+	Steps    int                       `json:"steps"`
+	Pending  []harness.ApprovalRequest `json:"pending,omitempty"`
+	Err      string                    `json:"error,omitempty"`
+	Session  []byte                    `json:"session,omitempty"`
+}
+
+func toOutput(r *harness.RunResult) runOutput {
+	o := runOutput{RunID: r.RunID, Status: r.Status, Text: r.Text, Messages: r.Messages, Usage: r.Usage, Steps: r.Steps, Pending: r.Pending}
+	if r.Err != nil {
+		o.Err = r.Err.Error()
+	}
+	return o
+}
+
+func (o *runOutput) result() *harness.RunResult {
+	r := &harness.RunResult{RunID: o.RunID, Status: o.Status, Text: o.Text, Messages: o.Messages, Usage: o.Usage, Steps: o.Steps, Pending: o.Pending}
+	if o.Err != "" {
+		r.Err = &RunError{RunID: o.RunID, Msg: o.Err}
+	}
+	return r
+}
+
+// RunError is the error of a run whose outcome was read from the database:
+// the original error's text (its type does not survive the process).
+type RunError struct {
+	RunID string
+	Msg   string
+}
+
+func (e *RunError) Error() string { return e.Msg }
+
+// Run starts a durable run of the agent registered under agent with the
+// user's input and waits until it finishes or pauses on approvals (status
+// paused, the approvals in Pending; continue it with [Runtime.Resume]).
+// The run executes in this process (or, with [WithQueue], in a worker);
+// if the process stops, the run stays in the database and the next
+// Launch recovers it. Cancelling ctx stops the wait, not the run: use
+// [Runtime.Wait] to wait again. A failed or cancelled run returns its
+// error, as [harness.Agent.Run] does.
+func (rt *Runtime) Run(ctx context.Context, agent, input string, opts ...RunOption) (*harness.RunResult, error) {
+	rt.mu.Lock()
+	launched, closed, f := rt.launched, rt.closed, rt.agents[agent]
+	rt.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case !launched:
+		return nil, ErrNotLaunched
+	case f == nil:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownAgent, agent)
+	}
+	var rc runConfig
+	for _, o := range opts {
+		o(&rc)
+	}
+	in := runInput{Agent: agent, Input: input}
+	wopts := []dbos.WorkflowOption{}
+	if rt.queue != nil {
+		wopts = append(wopts, dbos.WithQueue(*rt.queue))
+	}
+	switch {
+	case rc.session != "" && rc.runID != "":
+		return nil, errors.New("durable: WithRunID and WithSession exclude each other: a session names its runs")
+	case rc.session != "":
+		if strings.Contains(rc.session, "/") {
+			return nil, fmt.Errorf("durable: session ID %q contains \"/\"", rc.session)
+		}
+		id, data, err := rt.sessionState(rc.session)
+		if err != nil {
+			return nil, err
+		}
+		rc.runID, in.SessionID, in.Session = id, rc.session, data
+		wopts = append(wopts, dbos.WithWorkflowIDReusePolicy(dbos.WorkflowIDReusePolicyReject))
+	case rc.runID == "":
+		rc.runID = newRunID()
+	}
+	if err := checkRunID(rc.runID); err != nil {
+		return nil, err
+	}
+	wopts = append(wopts, dbos.WithWorkflowID(rc.runID))
+	if _, err := dbos.RunWorkflow(rt.dctx, rt.runWorkflow, in, wopts...); err != nil {
+		if errors.Is(err, dbos.ErrWorkflowIDInUse) {
+			return nil, fmt.Errorf("%w: session %q, run %s started meanwhile", ErrSessionBusy, rc.session, rc.runID)
+		}
+		return nil, fmt.Errorf("durable: start run %s: %w", rc.runID, err)
+	}
+	return rt.Wait(ctx, rc.runID)
+}
+
+// sessionState returns the ID of the session's next run and the session
+// saved by its last finished run.
+func (rt *Runtime) sessionState(session string) (string, []byte, error) {
+	runs, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDPrefix(session+"/"), dbos.WithFilterName(runWorkflowName),
+		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return "", nil, fmt.Errorf("durable: session %q: %w", session, err)
+	}
+	var last string
+	var lastN int
+	n := 0
+	for _, w := range runs {
+		k, err := strconv.Atoi(strings.TrimPrefix(w.ID, session+"/"))
+		if err != nil {
+			continue // a run of a session whose ID extends this one's? not ours
+		}
+		n = max(n, k)
+		switch w.Status {
+		case dbos.WorkflowStatusSuccess:
+			if k > lastN {
+				last, lastN = w.ID, k
+			}
+		case dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusDelayed:
+			return "", nil, fmt.Errorf("%w: session %q, run %s", ErrSessionBusy, session, w.ID)
+		}
+	}
+	next := session + "/" + strconv.Itoa(n+1)
+	if last == "" {
+		return next, nil, nil
+	}
+	h, err := dbos.RetrieveWorkflow[runOutput](rt.dctx, last)
+	if err != nil {
+		return "", nil, fmt.Errorf("durable: session %q: run %s: %w", session, last, err)
+	}
+	out, err := h.GetResult()
+	if err != nil {
+		return "", nil, fmt.Errorf("durable: session %q: run %s: %w", session, last, err)
+	}
+	return next, out.Session, nil
+}
+
+// Wait waits until the run finishes or pauses on approvals, and returns
+// its result (see [Runtime.Run]). It works from any process: it reads the
+// run's state from the database. An unknown run is [ErrUnknownRun].
+func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, error) {
+	for {
+		rt.mu.Lock()
+		changed := rt.changed
+		rt.mu.Unlock()
+		res, done, err := rt.state(runID)
+		if err != nil || done {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("durable: wait for run %s: %w", runID, context.Cause(ctx))
+		case <-changed:
+		case <-time.After(rt.cfg.poll):
+		}
+	}
+}
+
+// state reads a run's state: done when it finished or is paused.
+func (rt *Runtime) state(runID string) (*harness.RunResult, bool, error) {
+	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
+		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return nil, false, fmt.Errorf("durable: run %s: %w", runID, err)
+	}
+	if len(ws) == 0 {
+		return nil, false, fmt.Errorf("%w: %q", ErrUnknownRun, runID)
+	}
+	switch ws[0].Status {
+	case dbos.WorkflowStatusSuccess, dbos.WorkflowStatusError:
+		h, err := dbos.RetrieveWorkflow[runOutput](rt.dctx, runID)
+		if err != nil {
+			return nil, false, fmt.Errorf("durable: run %s: %w", runID, err)
+		}
+		out, err := h.GetResult()
+		if err != nil {
+			res := &harness.RunResult{RunID: runID, Status: harness.StatusFailed, Err: &RunError{RunID: runID, Msg: err.Error()}}
+			return res, true, res.Err
+		}
+		res := out.result()
+		return res, true, res.Err
+	case dbos.WorkflowStatusCancelled:
+		res := &harness.RunResult{RunID: runID, Status: harness.StatusCancelled, Err: &RunError{RunID: runID, Msg: "durable: the run was cancelled"}}
+		return res, true, res.Err
+	case dbos.WorkflowStatusMaxRecoveryAttemptsExceeded:
+		res := &harness.RunResult{RunID: runID, Status: harness.StatusFailed, Err: &RunError{RunID: runID, Msg: "durable: the run crashed too often on recovery"}}
+		return res, true, res.Err
+	}
+	ap, err := rt.openApproval(runID)
+	if err != nil || ap == nil {
+		return nil, false, err
+	}
+	return ap.Paused.result(), true, nil
+}
+
+// notify wakes the local waiters.
+func (rt *Runtime) notify() {
+	rt.mu.Lock()
+	close(rt.changed)
+	rt.changed = make(chan struct{})
+	rt.mu.Unlock()
+}
+
+// wfKey holds the run workflow's dbos.Context in the contexts the harness
+// hands to the runner; nil inside a step.
+type wfKey struct{}
+
+// runWorkflow is the durable run: it builds the agent, runs the turn,
+// parks on approvals, and returns the outcome with the session.
+func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error) {
+	runID, err := dbos.GetWorkflowID(ctx)
+	if err != nil {
+		return runOutput{}, err
+	}
+	defer rt.notify()
+	rt.mu.Lock()
+	f := rt.agents[in.Agent]
+	rt.mu.Unlock()
+	if f == nil {
+		return runOutput{}, fmt.Errorf("%w: %q (register it before Launch in every process that runs or recovers runs)", ErrUnknownAgent, in.Agent)
+	}
+	opts, err := f(ctx)
+	if err != nil {
+		return runOutput{}, fmt.Errorf("durable: agent %q: %w", in.Agent, err)
+	}
+	opts = append(opts[:len(opts):len(opts)], harness.WithStepRunner(rt.runner))
+	var agent *harness.Agent
+	if in.Session != nil {
+		agent, err = harness.LoadSession(ctx, in.Session, opts...)
+	} else {
+		if in.SessionID != "" {
+			opts = append(opts, harness.WithSessionID(in.SessionID))
+		}
+		agent, err = harness.New(opts...)
+	}
+	if err != nil {
+		return runOutput{}, fmt.Errorf("durable: build agent %q: %w", in.Agent, err)
+	}
+	defer agent.Close(context.WithoutCancel(ctx))
+	hctx := harness.ContextWithRunID(context.WithValue(ctx, wfKey{}, ctx), runID)
+	res, err := agent.Run(hctx, in.Input)
+	for n := 1; res != nil && res.Status == harness.StatusPaused; n++ {
+		out := toOutput(res)
+		h, err := dbos.RunWorkflow(ctx, approvalWorkflow, approvalInput{RunID: runID, Seq: n, Paused: out},
+			dbos.WithWorkflowID(runID+"/approval/"+strconv.Itoa(n)))
+		if err != nil {
+			return runOutput{}, err
+		}
+		rt.notify()
+		decisions, err := h.GetResult()
+		if err != nil {
+			return runOutput{}, err
+		}
+		res, err = agent.Resume(hctx, decisions...)
+		if err != nil && res == nil {
+			return runOutput{}, fmt.Errorf("durable: resume run %s: %w", runID, err)
+		}
+	}
+	if res == nil {
+		return runOutput{}, fmt.Errorf("durable: run %s: %w", runID, err)
+	}
+	out := toOutput(res)
+	if in.SessionID != "" {
+		data, err := agent.SaveSession(ctx)
+		if err != nil {
+			return runOutput{}, fmt.Errorf("durable: save session %q: %w", in.SessionID, err)
+		}
+		out.Session = data
+	}
+	return out, nil
+}
+
+func newRunID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// checkRunID applies harness's rules for run IDs, by asking it.
+func checkRunID(id string) error {
+	if id == "" || len(id) > 128 {
+		return fmt.Errorf("%w: run ID %q", harness.ErrInvalidRunID, id)
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f || r == 0xfffd {
+			return fmt.Errorf("%w: run ID %q", harness.ErrInvalidRunID, id)
+		}
+	}
+	return nil
+}
+
+// redactDSN hides a password in a Postgres URL.
+func redactDSN(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		if j := strings.Index(dsn[i+3:], "@"); j >= 0 {
+			cred := dsn[i+3 : i+3+j]
+			if k := strings.Index(cred, ":"); k >= 0 {
+				return dsn[:i+3] + cred[:k] + ":***" + dsn[i+3+j:]
+			}
+		}
+	}
+	return dsn
+}
+
+// minLevel filters a handler's records below a level.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}
