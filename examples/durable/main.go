@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/harnessx/harnessx/durable"
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+func main() {
+	err := run(context.Background(), os.Stdout, os.Args[1:])
+	var ue usageError
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "durable example:", err)
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "durable example:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// crashRunID names the crash demo's run, so that the second invocation
+// continues it.
+const crashRunID = "charge-demo"
+
+// executed records what this process actually ran (not replayed).
+type executed struct {
+	mu     sync.Mutex
+	models []int
+	tools  map[string]bool
+}
+
+func (e *executed) model(step int) {
+	e.mu.Lock()
+	e.models = append(e.models, step)
+	e.mu.Unlock()
+}
+
+func (e *executed) tool(id string) {
+	e.mu.Lock()
+	e.tools[id] = true
+	e.mu.Unlock()
+}
+
+func run(ctx context.Context, w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("durable", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	db := fs.String("db", filepath.Join(".harnessx", "runs.db"), "the SQLite database")
+	ask := fs.Bool("ask", false, "run an agent whose tool asks a question, and wait for the answer")
+	reply := fs.Bool("reply", false, "answer the open question of run RUNID: -reply RUNID ANSWER")
+	reset := fs.Bool("reset", false, "remove the database and the marker file first")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if *reply && fs.NArg() != 2 || !*reply && fs.NArg() != 0 {
+		return usageError{"usage: durable [-db FILE] [-reset] [-ask] | durable [-db FILE] -reply RUNID ANSWER"}
+	}
+	marker := *db + ".crashed"
+	if *reset {
+		for _, f := range []string{*db, *db + "-wal", *db + "-shm", marker} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	if *reply {
+		// A process that only answers does not launch: it must not recover
+		// (and so run) the runs of the process that waits.
+		rt, err := durable.Open(ctx, "sqlite:"+*db, durable.WithLogger(logger), durable.WithExecutorID("reply-cli"))
+		if err != nil {
+			return err
+		}
+		defer rt.Close(ctx)
+		return answer(ctx, w, rt, fs.Arg(0), fs.Arg(1))
+	}
+
+	ex := &executed{tools: map[string]bool{}}
+	rt, err := durable.Open(ctx, "sqlite:"+*db, durable.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	if err := rt.Register("billing", billing(ex, marker)); err != nil {
+		return err
+	}
+	if err := rt.Register("asker", asker(ex)); err != nil {
+		return err
+	}
+	// Launch recovers the runs this process (executor "local") left
+	// unfinished: after a crash, the charge demo continues here, in the
+	// background, before Run below even asks for it.
+	if err := rt.Launch(ctx); err != nil {
+		return err
+	}
+	if *ask {
+		return askDemo(ctx, w, rt)
+	}
+	fmt.Fprintf(w, "run %s: starting or continuing\n", crashRunID)
+	res, err := rt.Run(ctx, "billing", "Refund order 42 and charge the fee.", durable.WithRunID(crashRunID))
+	if err != nil {
+		return err
+	}
+	report(w, res, ex)
+	return nil
+}
+
+// billing is the crash demo's agent: lookup (safe to repeat), then
+// charge (not safe to repeat), which kills its process on its first
+// attempt.
+func billing(ex *executed, marker string) durable.Factory {
+	return func(ctx context.Context) ([]harness.Option, error) {
+		type order struct {
+			Order int `json:"order" jsonschema:"the order number"`
+		}
+		lookup := harness.MustTool(harness.NewTool("lookup", "Look an order up.", func(ctx context.Context, in order) (string, error) {
+			ex.tool("lookup")
+			return fmt.Sprintf("order %d: 30 EUR, paid", in.Order), nil
+		}))
+		lookup.ReplayPolicy = harness.ReplaySafe
+		charge := harness.MustTool(harness.NewTool("charge", "Charge the fee of an order.", func(ctx context.Context, in order) (string, error) {
+			ex.tool("charge")
+			if _, err := os.Stat(marker); errors.Is(err, os.ErrNotExist) {
+				if err := os.WriteFile(marker, nil, 0o644); err != nil {
+					return "", err
+				}
+				fmt.Println("charge: the process dies in the middle of the charge (SIGKILL)")
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				time.Sleep(time.Hour)
+			}
+			return "charged 2 EUR (key " + harness.ExecutionKey(ctx) + ")", nil
+		}))
+		charge.ReplayPolicy = harness.ReplayUnsafe
+		model := harness.ProviderFunc(func(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+			ex.model(req.Step)
+			switch req.Step {
+			case 1:
+				return toolCall(harnesstest.Call("c1", "lookup", order{42})), nil
+			case 2:
+				return toolCall(harnesstest.Call("c2", "charge", order{42})), nil
+			}
+			last := req.Messages[len(req.Messages)-1].Content[0].ToolResult
+			return &harness.ModelResponse{Message: harness.AssistantMessage("The charge's outcome is " + string(last.Status) + "; I will check the ledger before charging again."),
+				StopReason: harness.StopEndTurn, Provider: "scripted", Model: "scripted-1"}, nil
+		})
+		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(lookup, charge)}, nil
+	}
+}
+
+func toolCall(c harness.ToolCall) *harness.ModelResponse {
+	return &harness.ModelResponse{Message: harness.Message{Role: harness.RoleAssistant, Content: []harness.Part{{Type: harness.PartToolCall, ToolCall: &c}}},
+		StopReason: harness.StopToolUse, Provider: "scripted", Model: "scripted-1"}
+}
+
+// report prints what this process ran, what it replayed from the
+// database, and which call it reported interrupted.
+func report(w io.Writer, res *harness.RunResult, ex *executed) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ran := map[int]bool{}
+	for _, s := range ex.models {
+		ran[s] = true
+	}
+	for s := 1; s <= res.Steps; s++ {
+		if ran[s] {
+			fmt.Fprintf(w, "model request %d: ran\n", s)
+		} else {
+			fmt.Fprintf(w, "model request %d: replayed from the database\n", s)
+		}
+	}
+	for _, m := range res.Messages {
+		for _, p := range m.Content {
+			r := p.ToolResult
+			if r == nil {
+				continue
+			}
+			switch {
+			case r.Status == harness.ToolInterrupted:
+				fmt.Fprintf(w, "tool %s (%s): reported interrupted, not run again (not safe to repeat)\n", r.Name, r.CallID)
+			case ex.tools[r.Name]:
+				fmt.Fprintf(w, "tool %s (%s): ran: %s\n", r.Name, r.CallID, r.Content)
+			default:
+				fmt.Fprintf(w, "tool %s (%s): skipped, its result replayed from the database: %s\n", r.Name, r.CallID, r.Content)
+			}
+		}
+	}
+	fmt.Fprintf(w, "run %s %s: %s\n", res.RunID, res.Status, res.Text)
+}
+
+// asker is the -ask demo's agent: its tool asks which environment to
+// deploy to.
+func asker(ex *executed) durable.Factory {
+	return func(ctx context.Context) ([]harness.Option, error) {
+		type none struct{}
+		deploy := harness.MustTool(harness.NewTool("deploy", "Deploy, asking where.", func(ctx context.Context, _ none) (string, error) {
+			ex.tool("deploy")
+			a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskInput, Prompt: "Deploy to which environment?"})
+			if err != nil {
+				return "", err
+			}
+			return "deployed to " + a.Text, nil
+		}))
+		deploy.ReplayPolicy = harness.ReplaySafe // an asking tool reruns from its start
+		model := harness.ProviderFunc(func(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+			if req.Step == 1 {
+				return toolCall(harnesstest.Call("d1", "deploy", json.RawMessage(`{}`))), nil
+			}
+			last := req.Messages[len(req.Messages)-1].Content[0].ToolResult
+			return &harness.ModelResponse{Message: harness.AssistantMessage("Done: " + last.Content + "."), StopReason: harness.StopEndTurn, Provider: "scripted"}, nil
+		})
+		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(deploy)}, nil
+	}
+}
+
+func askDemo(ctx context.Context, w io.Writer, rt *durable.Runtime) error {
+	type result struct {
+		res *harness.RunResult
+		err error
+	}
+	done := make(chan result, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		res, err := rt.Run(ctx, "asker", "Deploy the release.")
+		done <- result{res, err}
+	}()
+	announced := false
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return r.err
+			}
+			fmt.Fprintf(w, "run %s %s: %s\n", r.res.RunID, r.res.Status, r.res.Text)
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+		if announced {
+			continue
+		}
+		p, err := rt.Pending(ctx)
+		if err != nil {
+			return err
+		}
+		for _, a := range p.Asks {
+			fmt.Fprintf(w, "run %s asks %q (question %s)\nanswer from another terminal: durable -reply %s ANSWER\n", a.RunID, a.Request.Prompt, a.Request.ID, a.RunID)
+			announced = true
+		}
+	}
+}
+
+// answer replies to the open question of a run.
+func answer(ctx context.Context, w io.Writer, rt *durable.Runtime, runID, text string) error {
+	p, err := rt.Pending(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range p.Asks {
+		if a.RunID != runID {
+			continue
+		}
+		if err := rt.Reply(ctx, runID, a.Request.ID, harness.Answer{Text: text}); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "answered %q to %q of run %s\n", text, a.Request.Prompt, runID)
+		return nil
+	}
+	return fmt.Errorf("run %s has no open question", runID)
+}
