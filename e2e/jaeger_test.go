@@ -21,6 +21,7 @@ import (
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
 	"github.com/harnessx/harnessx/internal/jaegertest"
+	"github.com/harnessx/harnessx/internal/otlpjson"
 )
 
 func TestMain(m *testing.M) {
@@ -291,7 +292,7 @@ func TestFileReplayIntoJaeger(t *testing.T) {
 	if err := tp.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := exporters.ReadRequests(bytes.NewReader(lines.Bytes()))
+	reqs, err := otlpjson.ReadLines(bytes.NewReader(lines.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,5 +42,5 @@
 // protojson (IDs in hex, enums as numbers, as OTLP/JSON requires). A line
 // is a valid body for POST /v1/traces with Content-Type application/json,
 // so a recorded file can be replayed into Jaeger or a collector later;
-// [ReadFile] and [DecodeLine] parse it back.
+// the flightrec command shows it (flightrec runs, flightrec ui).
 package exporters

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/harnessx/harnessx/exporters"
+	"github.com/harnessx/harnessx/internal/otlpjson"
 )
 
 func TestFromEnvSelects(t *testing.T) {
@@ -142,7 +143,7 @@ func TestFromEnvFansOut(t *testing.T) {
 	if len(errs) > 0 || len(paths) == 0 || paths[0] != "/v1/traces" {
 		t.Fatalf("receiver: paths %v, errors %v", paths, errs)
 	}
-	fromFile, err := exporters.ReadFile(path)
+	fromFile, err := otlpjson.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestServiceNameOptionWins(t *testing.T) {
 	if err := tp.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	req, err := exporters.DecodeLine(buf.Bytes())
+	req, err := otlpjson.Unmarshal(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

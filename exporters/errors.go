@@ -19,8 +19,6 @@ var (
 	// ErrSpansLost is wrapped by the [*LossError] that [Provider.ForceFlush]
 	// and [Provider.Shutdown] return when spans did not reach a backend.
 	ErrSpansLost = errors.New("exporters: spans lost")
-	// ErrBadLine is wrapped by [DecodeLine] errors.
-	ErrBadLine = errors.New("exporters: bad OTLP JSON line")
 )
 
 // LossError says how many spans a backend lost. It wraps [ErrSpansLost].

@@ -3,6 +3,7 @@ package exporters_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/harnessx/harnessx/exporters"
@@ -38,13 +39,38 @@ func ExampleNewFile() {
 		panic(err)
 	}
 
-	reqs, err := exporters.ReadRequests(&lines)
-	if err != nil {
-		panic(err)
-	}
-	for _, s := range allSpans(reqs...) {
-		kind, _ := attr(s, "langsmith.span.kind")
-		fmt.Printf("%s (%s)\n", s.GetName(), kind)
+	// Each line is an OTLP/JSON export request.
+	dec := json.NewDecoder(&lines)
+	for dec.More() {
+		var req struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []struct {
+						Name       string
+						Attributes []struct {
+							Key   string
+							Value struct{ StringValue string }
+						}
+					}
+				}
+			}
+		}
+		if err := dec.Decode(&req); err != nil {
+			panic(err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					kind := ""
+					for _, a := range s.Attributes {
+						if a.Key == "langsmith.span.kind" {
+							kind = a.Value.StringValue
+						}
+					}
+					fmt.Printf("%s (%s)\n", s.Name, kind)
+				}
+			}
+		}
 	}
 	fmt.Println("exported:", tp.Stats().Exported)
 	// Output:

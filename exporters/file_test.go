@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,9 +17,9 @@ import (
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/harnessx/harnessx/exporters"
+	"github.com/harnessx/harnessx/internal/otlpjson"
 )
 
 // seqIDs is an IDGenerator that hands out sequential IDs.
@@ -107,15 +106,15 @@ func TestFileGolden(t *testing.T) {
 	if n := bytes.Count(got, []byte("\n")); n != 1 {
 		t.Fatalf("%d lines, want 1", n)
 	}
-	req, err := exporters.DecodeLine(got)
+	req, err := otlpjson.Unmarshal(got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := exporters.EncodeLine(req)
+	again, err := otlpjson.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(again, got) {
+	if again = append(again, '\n'); !bytes.Equal(again, got) {
 		t.Errorf("re-encoding differs:\n%s\n%s", again, got)
 	}
 	spans := allSpans(req)
@@ -197,7 +196,7 @@ func TestFileExporter(t *testing.T) {
 			}
 		}
 	}
-	reqs, err := exporters.ReadFile(path)
+	reqs, err := otlpjson.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,58 +227,4 @@ func TestFileExporter(t *testing.T) {
 	if svc != "harnessx" {
 		t.Errorf("service.name %q, want harnessx", svc)
 	}
-}
-
-func TestDecodeLineErrors(t *testing.T) {
-	tests := []struct{ name, line string }{
-		{"not JSON", `{"resourceSpans":`},
-		{"not an object", `[1,2]`},
-		{"trailing data", `{} {}`},
-		{"bad hex", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz"}]}]}]}`},
-		{"id not a string", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"spanId":7}]}]}]}`},
-		{"wrong field type", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":7}]}]}]}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := exporters.DecodeLine([]byte(tt.line)); !errors.Is(err, exporters.ErrBadLine) {
-				t.Errorf("err %v, want ErrBadLine", err)
-			}
-		})
-	}
-}
-
-func TestReadRequestsNamesLine(t *testing.T) {
-	in := "{}\n\n" + `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"q"}]}]}]}` + "\n"
-	reqs, err := exporters.ReadRequests(bytes.NewBufferString(in))
-	if !errors.Is(err, exporters.ErrBadLine) || len(reqs) != 1 || !regexp.MustCompile(`^line 3: `).MatchString(err.Error()) {
-		t.Errorf("got %d requests, err %v; want 1 and a line 3 error", len(reqs), err)
-	}
-}
-
-func FuzzDecodeLine(f *testing.F) {
-	golden, err := os.ReadFile(filepath.Join("testdata", "file_line.golden.jsonl"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(golden)
-	f.Add([]byte(`{}`))
-	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00","links":[{"spanId":"AB"}]}]}]}]}`))
-	f.Fuzz(func(t *testing.T, line []byte) {
-		req, err := exporters.DecodeLine(line)
-		if err != nil {
-			return
-		}
-		// Whatever decodes re-encodes, and decodes again to the same message.
-		enc, err := exporters.EncodeLine(req)
-		if err != nil {
-			t.Fatalf("EncodeLine of a decoded line: %v", err)
-		}
-		back, err := exporters.DecodeLine(enc)
-		if err != nil {
-			t.Fatalf("DecodeLine of %s: %v", enc, err)
-		}
-		if !proto.Equal(req, back) {
-			t.Fatalf("round trip changed the message:\n%v\n%v", req, back)
-		}
-	})
 }

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harnessx/harnessx/exporters"
 	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/internal/otlpjson"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -56,11 +56,11 @@ func traceLine(t *testing.T, traceID, runID, agent string, ms int) []byte {
 		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("service.name", strVal(agent))}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{chat, tool, fail, root}}},
 	}}}
-	line, err := exporters.EncodeLine(req)
+	line, err := otlpjson.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return line
+	return append(line, '\n')
 }
 
 // traceFixture writes a trace file with two runs.

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/harnessx/harnessx/exporters"
+	"github.com/harnessx/harnessx/internal/otlpjson"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +45,7 @@ func TestRunWithoutKeyWritesFile(t *testing.T) {
 	if !strings.Contains(out.String(), "LANGSMITH_API_KEY is not set: writing spans to "+path) {
 		t.Errorf("output does not say where the spans went:\n%s", out.String())
 	}
-	reqs, err := exporters.ReadFile(path)
+	reqs, err := otlpjson.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

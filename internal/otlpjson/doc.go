@@ -3,6 +3,11 @@
 // corrections the OTLP specification requires, trace and span IDs as hex
 // strings (protojson writes bytes as base64) and enum values as integers.
 //
-// It is internal: the flight recorder's spans.json and the file exporter
-// share it.
+// [Marshal] and [Unmarshal] encode and decode one request; [ReadLines]
+// and [ReadFile] read the JSON-lines files of the file exporter, one
+// request a line.
+//
+// It is internal: the flight recorder's spans.json, the file exporter, the
+// flightrec command and traceview share it, so that generated protobuf
+// types stay out of the public API.
 package otlpjson

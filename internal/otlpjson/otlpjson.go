@@ -95,8 +95,9 @@ func isIDKey(quoted []byte) bool {
 
 // Unmarshal decodes an OTLP/JSON export request. IDs may be hex (the
 // OTLP/JSON rule, either case) or base64 (plain protojson, as older files
-// hold); the length of a valid ID tells them apart. Unknown fields are
-// ignored.
+// hold): a value that is not hex is read as base64 (protojson's padded
+// base64 of a 16- or 8-byte ID is never hex). What Marshal writes reads
+// back as the same request. Unknown fields are ignored.
 func Unmarshal(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
 	doc, err := decode(data)
 	if err != nil {
@@ -194,15 +195,19 @@ func objects(v any) []map[string]any {
 	return out
 }
 
-// toBase64 turns a hex ID of the expected size into base64 and leaves any
-// other value for protojson to judge.
+// toBase64 turns a hex ID into base64 for protojson. A value that is not
+// hex is left for protojson to read as base64, unless it has the length of
+// a hex ID of the expected size.
 func toBase64(s string, size int) (string, error) {
-	if s == "" || len(s) != 2*size {
+	if s == "" {
 		return s, nil
 	}
 	b, err := hex.DecodeString(s)
 	if err != nil {
-		return "", fmt.Errorf("not hex: %w", err)
+		if len(s) == 2*size {
+			return "", fmt.Errorf("not hex: %w", err)
+		}
+		return s, nil
 	}
 	return base64.StdEncoding.EncodeToString(b), nil
 }

@@ -3,6 +3,9 @@ package otlpjson_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/harnessx/harnessx/internal/otlpjson"
@@ -95,4 +98,76 @@ func TestUnmarshalBase64(t *testing.T) {
 	if _, err := otlpjson.Unmarshal([]byte(`[]`)); err == nil {
 		t.Error("non-object accepted")
 	}
+}
+
+func TestUnmarshalErrors(t *testing.T) {
+	tests := []struct{ name, data string }{
+		{"not JSON", `{"resourceSpans":`},
+		{"not an object", `[1,2]`},
+		{"trailing data", `{} {}`},
+		{"bad base64", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz!"}]}]}]}`},
+		{"id not a string", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"spanId":7}]}]}]}`},
+		{"wrong field type", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":7}]}]}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := otlpjson.Unmarshal([]byte(tt.data)); err == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+}
+
+func TestReadLinesNamesLine(t *testing.T) {
+	in := "{}\n\n" + `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"q"}]}]}]}` + "\n"
+	reqs, err := otlpjson.ReadLines(bytes.NewBufferString(in))
+	if err == nil || len(reqs) != 1 || !strings.HasPrefix(err.Error(), "line 3: ") {
+		t.Errorf("got %d requests, err %v; want 1 and a line 3 error", len(reqs), err)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	line, err := otlpjson.Marshal(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "traces.jsonl")
+	if err := os.WriteFile(path, append(append(line, '\n'), append(line, '\n')...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := otlpjson.ReadFile(path)
+	if err != nil || len(reqs) != 2 || !proto.Equal(reqs[1], sample()) {
+		t.Fatalf("%d requests, err %v", len(reqs), err)
+	}
+	if _, err := otlpjson.ReadFile(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing file read")
+	}
+}
+
+func FuzzUnmarshal(f *testing.F) {
+	seed, err := otlpjson.Marshal(sample())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00","links":[{"spanId":"AB"}]}]}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := otlpjson.Unmarshal(data)
+		if err != nil {
+			return
+		}
+		// Whatever decodes re-encodes, and decodes again to the same message.
+		enc, err := otlpjson.Marshal(req)
+		if err != nil {
+			t.Fatalf("Marshal of a decoded request: %v", err)
+		}
+		back, err := otlpjson.Unmarshal(enc)
+		if err != nil {
+			t.Fatalf("Unmarshal of %s: %v", enc, err)
+		}
+		if !proto.Equal(req, back) {
+			t.Fatalf("round trip changed the message:\n%v\n%v", req, back)
+		}
+	})
 }
