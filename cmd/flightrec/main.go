@@ -21,6 +21,9 @@ import (
 	"github.com/harnessx/harnessx/cmd/flightrec/internal/recordings"
 	"github.com/harnessx/harnessx/cmd/flightrec/internal/timeline"
 	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
 )
 
 func main() {
@@ -248,7 +251,7 @@ func cmdList(stdout, stderr io.Writer, args []string) error {
 			return err
 		}
 		for _, inc := range r.Incidents {
-			fmt.Fprintf(stdout, "  incident %s (%s)\n", filepath.Join(r.Name, flight.IncidentsDir, inc.Name), size(inc.Size))
+			fmt.Fprintf(stdout, "  incident %s (%s)\n", filepath.Join(r.Name, recording.IncidentsDir, inc.Name), size(inc.Size))
 		}
 	}
 	return nil
@@ -530,11 +533,15 @@ func (a *app) cmdPush(args []string) error {
 	if err := b.Verify(); err != nil {
 		return failf("push: %s: refusing to push a bundle that fails verification: %v", pos[0], strings.TrimPrefix(err.Error(), "flight: "))
 	}
-	req, err := b.Spans()
-	if err != nil {
-		return failf("push: %s: %v", pos[0], err)
+	data, ok := b.Member(flight.SpansName)
+	if !ok {
+		return failf("push: %s: the bundle has no %s", pos[0], flight.SpansName)
 	}
-	n := flight.CountSpans(req)
+	req, err := otlpjson.Unmarshal(data)
+	if err != nil {
+		return failf("push: %s: %s: %v", pos[0], flight.SpansName, err)
+	}
+	n := otlpspans.Count(req)
 	if n == 0 {
 		if note := b.Manifest.SpansNote; note != "" {
 			return failf("push: %s: the bundle has no spans: %s", pos[0], note)

@@ -21,6 +21,10 @@ import (
 	"time"
 
 	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
+	"github.com/harnessx/harnessx/internal/redact"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -81,7 +85,7 @@ func fixture(t *testing.T) string {
 	writeRecording(t, filepath.Join(root, "alpha"), "billing", alpha, `{"version":1,"session_id":"alpha","messages":[{"role":"user","content":[{"type":"text","text":"key `+fakeSecret+`"}]}]}`)
 	writeRecording(t, filepath.Join(root, "beta"), "migrator", beta, "")
 	// The crash tore beta's last line.
-	segs, _ := flight.Segments(filepath.Join(root, "beta"))
+	segs, _ := recording.Segments(filepath.Join(root, "beta"))
 	f, err := os.OpenFile(filepath.Join(root, "beta", segs[len(segs)-1]), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -97,11 +101,12 @@ func fixture(t *testing.T) string {
 			span("ffffffffffffffffffffffffffffffff", "2122232425262728", "", "other trace", at(0), at(1)),
 		}}},
 	}}}
-	data, err := flight.MarshalSpans(req, flight.NewRedactor(nil))
+	otlpspans.Redact(req, redact.New(nil))
+	data, err := otlpjson.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "alpha", flight.SpansSnapshot), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "alpha", recording.SpansSnapshot), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return root
@@ -127,7 +132,7 @@ func span(traceID, spanID, parent, name string, start, end time.Time) *tracepb.S
 
 func writeRecording(t *testing.T, dir, agent string, evs []flight.Event, session string) {
 	t.Helper()
-	j, err := flight.OpenJournal(dir, flight.JournalOptions{})
+	j, err := recording.Open(dir, recording.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,12 +146,12 @@ func writeRecording(t *testing.T, dir, agent string, evs []flight.Event, session
 	if err := j.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	info, _ := json.Marshal(flight.RecordingInfo{Format: "harnessx-flight-recording", Version: 1, Agent: agent, SessionID: filepath.Base(dir), Created: t0})
-	if err := os.WriteFile(filepath.Join(dir, flight.RecordingInfoName), info, 0o644); err != nil {
+	info, _ := json.Marshal(recording.Info{Format: "harnessx-flight-recording", Version: 1, Agent: agent, SessionID: filepath.Base(dir), Created: t0})
+	if err := os.WriteFile(filepath.Join(dir, recording.InfoName), info, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if session != "" {
-		if err := os.WriteFile(filepath.Join(dir, flight.SessionSnapshot), []byte(session), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, recording.SessionSnapshot), []byte(session), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -255,7 +260,7 @@ func TestGolden(t *testing.T) {
 		{name: "usage_export_no_output", args: []string{"export", "--dir", root, "--last"}},
 		{name: "usage_run_and_last", args: []string{"export", "--run", "x", "--last", "-o", bundle}},
 		{name: "usage_show_no_file", args: []string{"show"}},
-		{name: "show_not_a_bundle", args: []string{"show", filepath.Join(root, "alpha", flight.RecordingInfoName)}},
+		{name: "show_not_a_bundle", args: []string{"show", filepath.Join(root, "alpha", recording.InfoName)}},
 		{name: "show_directory", args: []string{"show", filepath.Join(root, "alpha")}},
 		{name: "show_missing_file", args: []string{"show", filepath.Join(out, "missing.tar.gz")}},
 		{name: "show_bogus_flag", args: []string{"show", "--bogus", whole}},

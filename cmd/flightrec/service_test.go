@@ -17,6 +17,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
+	"github.com/harnessx/harnessx/internal/redact"
 )
 
 // tracedRecording writes a recording of agent "weatherbot" whose events
@@ -43,11 +47,12 @@ func tracedRecording(t *testing.T, root, service string) {
 			span(tid, "0102030405060708", "", "invoke_agent weatherbot", t0, t0.Add(10e6)),
 		}}},
 	}}}
-	data, err := flight.MarshalSpans(req, flight.NewRedactor(nil))
+	otlpspans.Redact(req, redact.New(nil))
+	data, err := otlpjson.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, flight.SpansSnapshot), data, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, recording.SpansSnapshot), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

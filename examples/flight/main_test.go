@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/internal/otlpjson"
 	"go.uber.org/goleak"
 )
 
@@ -36,7 +37,8 @@ func TestRun(t *testing.T) {
 	}
 	// The recorder installs before tracing whatever the order given, so the
 	// bundle holds the whole tree, the agent span that ends last included.
-	spans, err := b.Spans()
+	data, _ := b.Member(flight.SpansName)
+	spans, err := otlpjson.Unmarshal(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/harnessx/harnessx/extensions/spill"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/recording"
 )
 
 type bigIn struct {
@@ -287,7 +288,7 @@ func TestArtifactsSIGKILL(t *testing.T) {
 // keptCopies counts the artifacts that the index of the recording in dir
 // lists with a copy.
 func keptCopies(dir string) int {
-	data, err := os.ReadFile(filepath.Join(dir, flight.ArtifactsIndexName))
+	data, err := os.ReadFile(filepath.Join(dir, recording.ArtifactsIndexName))
 	if err != nil {
 		return 0
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/recording"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkRecord(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				rec.Observe(ctx, ev)
+				flight.Observe(rec, ctx, ev)
 			}
 			b.StopTimer()
 			if st := rec.Stats(); st.Dropped != 0 {
@@ -77,7 +78,7 @@ func BenchmarkRecord(b *testing.B) {
 // writeJournal prepares a journal of n events in dir.
 func writeJournal(tb testing.TB, dir string, n int) {
 	tb.Helper()
-	j, err := flight.OpenJournal(dir, flight.JournalOptions{MaxBytes: 1 << 30, SegmentBytes: 8 << 20})
+	j, err := recording.Open(dir, recording.Options{MaxBytes: 1 << 30, SegmentBytes: 8 << 20})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,6 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/redact"
+
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 )
 
@@ -168,11 +171,11 @@ func (e *VerifyError) Error() string {
 // Is reports ErrChecksum.
 func (e *VerifyError) Is(target error) bool { return target == ErrChecksum }
 
-// BundleWriter builds an incident bundle: add events, spans, the session
+// bundleWriter builds an incident bundle: add events, spans, the session
 // snapshot and artifacts, then Close writes the .tar.gz. Everything passes
-// through the redactor first. A BundleWriter is not safe for concurrent
+// through the redactor first. A bundleWriter is not safe for concurrent
 // use.
-type BundleWriter struct {
+type bundleWriter struct {
 	w         io.Writer
 	red       *Redactor
 	events    bytes.Buffer
@@ -190,13 +193,13 @@ type artifactFile struct {
 	data []byte
 }
 
-// NewBundleWriter returns a writer of a bundle to w, redacting with red
+// newBundleWriter returns a writer of a bundle to w, redacting with red
 // (the built-in rules when nil).
-func NewBundleWriter(w io.Writer, red *Redactor) *BundleWriter {
+func newBundleWriter(w io.Writer, red *Redactor) *bundleWriter {
 	if red == nil {
 		red = NewRedactor(nil)
 	}
-	return &BundleWriter{
+	return &bundleWriter{
 		w: w, red: red,
 		m:      Manifest{Format: BundleFormat, Version: BundleVersion, Counts: map[string]int{}},
 		runs:   map[string]bool{},
@@ -205,7 +208,7 @@ func NewBundleWriter(w io.Writer, red *Redactor) *BundleWriter {
 }
 
 // AddEvent appends e to events.jsonl.
-func (b *BundleWriter) AddEvent(e *Event) {
+func (b *bundleWriter) AddEvent(e *Event) {
 	b.line = appendEvent(b.line[:0], e, b.red)
 	b.events.Write(b.line)
 	m := &b.m
@@ -235,36 +238,20 @@ func (b *BundleWriter) AddEvent(e *Event) {
 }
 
 // TraceIDs returns the trace IDs (hex) of the events added so far.
-func (b *BundleWriter) TraceIDs() map[string]bool { return b.traces }
+func (b *bundleWriter) TraceIDs() map[string]bool { return b.traces }
 
 // SetSpans sets the spans (redacted before encoding).
-func (b *BundleWriter) SetSpans(req *coltracepb.ExportTraceServiceRequest) error {
-	data, err := MarshalSpans(req, b.red)
+func (b *bundleWriter) SetSpans(req *coltracepb.ExportTraceServiceRequest) error {
+	data, err := marshalSpans(req, b.red)
 	if err != nil {
 		return err
 	}
 	b.spans = data
-	b.m.Spans = CountSpans(req)
-	if svc := ServiceName(req); svc != "" {
+	b.m.Spans = otlpspans.Count(req)
+	if svc := otlpspans.ServiceName(req); svc != "" {
 		b.m.Service = svc
 	}
 	return nil
-}
-
-// ServiceName returns the first service.name of req's resources that names
-// a service: not empty and not the SDK's "unknown_service" default.
-func ServiceName(req *coltracepb.ExportTraceServiceRequest) string {
-	for _, rs := range req.GetResourceSpans() {
-		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.GetKey() != "service.name" {
-				continue
-			}
-			if v := kv.GetValue().GetStringValue(); v != "" && !strings.HasPrefix(v, "unknown_service") {
-				return v
-			}
-		}
-	}
-	return ""
 }
 
 // noSpansNote explains a bundle without spans whose events were traced.
@@ -275,7 +262,7 @@ const noSpansNote = "the events carry %d trace IDs but the recorder kept no span
 
 // SetSession sets the session snapshot (JSON from Agent.SaveSession),
 // redacted structurally.
-func (b *BundleWriter) SetSession(data []byte) error {
+func (b *bundleWriter) SetSession(data []byte) error {
 	red, err := b.red.JSON(data)
 	if err != nil {
 		return fmt.Errorf("flight: session snapshot: %w", err)
@@ -286,7 +273,7 @@ func (b *BundleWriter) SetSession(data []byte) error {
 
 // SetInfo sets the manifest's reason, agent and session ID (empty values
 // leave what the events say) and the dropped-events count.
-func (b *BundleWriter) SetInfo(reason, agent, sessionID string, dropped uint64) {
+func (b *bundleWriter) SetInfo(reason, agent, sessionID string, dropped uint64) {
 	b.m.Reason = reason
 	if agent != "" {
 		b.m.Agent = agent
@@ -298,7 +285,7 @@ func (b *BundleWriter) SetInfo(reason, agent, sessionID string, dropped uint64) 
 }
 
 // SetJournalStats records what reading the journal found.
-func (b *BundleWriter) SetJournalStats(st ReadStats) { b.m.Journal = &st }
+func (b *bundleWriter) SetJournalStats(st ReadStats) { b.m.Journal = &st }
 
 // MaxArtifactBytes caps one artifact included in a bundle; a larger one is
 // listed as missing.
@@ -310,7 +297,7 @@ const MaxArtifactBytes = 64 << 20
 // checksum. A name that is not a clean relative path, a file that is not
 // a regular file, a changed file or one over [MaxArtifactBytes] is listed
 // in the manifest as missing instead.
-func (b *BundleWriter) AddArtifact(name, filePath, wantSHA256 string) {
+func (b *bundleWriter) AddArtifact(name, filePath, wantSHA256 string) {
 	full := ArtifactsDir + name
 	missing := func(why string) { b.m.MissingArtifacts = append(b.m.MissingArtifacts, name+": "+why) }
 	if !validMemberName(full) {
@@ -340,12 +327,12 @@ func (b *BundleWriter) AddArtifact(name, filePath, wantSHA256 string) {
 
 // AddMissingArtifact lists the artifact name as missing from the bundle,
 // with the reason.
-func (b *BundleWriter) AddMissingArtifact(name, reason string) {
+func (b *bundleWriter) AddMissingArtifact(name, reason string) {
 	b.m.MissingArtifacts = append(b.m.MissingArtifacts, name+": "+reason)
 }
 
 // redactBytes redacts data line by line.
-func (b *BundleWriter) redactBytes(data []byte) []byte {
+func (b *bundleWriter) redactBytes(data []byte) []byte {
 	var out []byte
 	changed := false
 	for line := range bytes.SplitAfterSeq(data, []byte("\n")) {
@@ -389,7 +376,7 @@ func readRegular(p string, limit int64) ([]byte, error) {
 
 // Close writes the bundle and returns its manifest. created is the
 // manifest's creation time.
-func (b *BundleWriter) Close(created time.Time) (*Manifest, error) {
+func (b *bundleWriter) Close(created time.Time) (*Manifest, error) {
 	m := &b.m
 	m.Created = created.UTC()
 	if m.Spans == 0 && len(b.traces) > 0 {
@@ -416,7 +403,7 @@ func (b *BundleWriter) Close(created time.Time) (*Manifest, error) {
 		mems = append(mems, mem{a.name, a.data})
 	}
 	for _, x := range mems {
-		CountMarkers(x.data, m.Redaction.Counts)
+		redact.CountMarkers(x.data, m.Redaction.Counts)
 		sum := sha256.Sum256(x.data)
 		m.Members = append(m.Members, Member{Name: x.name, Size: int64(len(x.data)), SHA256: hex.EncodeToString(sum[:])})
 	}
@@ -499,6 +486,9 @@ func (o *ReadOptions) defaults() {
 
 // Bundle is a bundle read by [ReadBundle]: its manifest and its members
 // with their actual sizes and checksums. Call Verify to compare them.
+// [Bundle.Events] decodes the events; the spans are the OTLP/JSON export
+// request of the member [SpansName] (see [Bundle.Member]), as an OTLP/HTTP
+// JSON receiver takes it.
 type Bundle struct {
 	Manifest Manifest
 	// Members lists the members other than the manifest, in archive order,
@@ -670,19 +660,6 @@ func (b *Bundle) Events() ([]Event, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// Spans decodes spans.json.
-func (b *Bundle) Spans() (*coltracepb.ExportTraceServiceRequest, error) {
-	data, ok := b.data[SpansName]
-	if !ok {
-		return nil, &BundleError{Member: SpansName, Reason: "missing"}
-	}
-	req, err := UnmarshalSpans(data)
-	if err != nil {
-		return nil, &BundleError{Member: SpansName, Reason: "malformed", Err: err}
-	}
-	return req, nil
 }
 
 // Artifacts returns the names of the artifact members, in order.

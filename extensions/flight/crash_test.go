@@ -15,6 +15,9 @@ import (
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -63,7 +66,7 @@ func TestSIGKILL(t *testing.T) {
 	rec := filepath.Join(dir, "crash-session")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if journalHas(rec, "wait") && fileExists(filepath.Join(rec, flight.SessionSnapshot)) && fileExists(filepath.Join(rec, flight.SpansSnapshot)) {
+		if journalHas(rec, "wait") && fileExists(filepath.Join(rec, recording.SessionSnapshot)) && fileExists(filepath.Join(rec, recording.SpansSnapshot)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -81,7 +84,7 @@ func TestSIGKILL(t *testing.T) {
 		t.Fatalf("child did not die of SIGKILL: %v", err)
 	}
 	// Simulate a write torn by the kill.
-	segs, err := flight.Segments(rec)
+	segs, err := recording.Segments(rec)
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("segments %v, %v", segs, err)
 	}
@@ -121,11 +124,12 @@ func TestSIGKILL(t *testing.T) {
 	}
 	// The span of the finished leak call survived the crash; the run's
 	// and the wait call's spans never ended.
-	spans, err := b.Spans()
+	data, _ := b.Member(flight.SpansName)
+	spans, err := otlpjson.Unmarshal(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := flight.CountSpans(spans); n != 1 || spans.ResourceSpans[0].ScopeSpans[0].Spans[0].Name != "execute_tool leak" {
+	if n := otlpspans.Count(spans); n != 1 || spans.ResourceSpans[0].ScopeSpans[0].Spans[0].Name != "execute_tool leak" {
 		t.Errorf("spans: %d, want execute_tool leak", n)
 	}
 	if m.Agent != "child" || m.SessionID != "crash-session" || len(m.RunIDs) != 1 {

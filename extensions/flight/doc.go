@@ -13,10 +13,12 @@
 // on, the run and session IDs, the agent, the step and the time.
 //
 // Events go to two places: a bounded in-memory ring, and an append-only
-// [Journal] of JSON lines in size-capped segment files
+// journal of JSON lines ([Event] encoded, [ParseEvent] decodes them) in
+// size-capped segment files
 // (seg-00000001.jsonl, …, mode 0600) under <dir>/<session ID>/, where dir
 // comes from [WithDir], else $HARNESSX_FLIGHT_DIR, else .harnessx/flight.
-// Past the journal's total cap the oldest segments are deleted. An append
+// Past the journal's total cap the oldest segments are deleted
+// ([WithJournalOptions] sets the caps). An append
 // only encodes the event into preallocated buffers; a writer goroutine
 // that does nothing but write writes each batch a few milliseconds later
 // with plain write(2) calls (and when that goroutine is starved of CPU,
@@ -85,11 +87,16 @@
 // [Stats].IncidentsSuppressed). Trigger waits for its bundle; Flush and
 // Close wait for the pending ones. After each bundle the oldest are
 // deleted past [WithIncidentLimits] (100 bundles, 1 GiB by default).
-// [ExportJournal] builds the same bundle from a journal on disk;
-// [BundleWriter] and [ReadBundle] are the writer and the verifying reader
-// that the flightrec command shares. [ReadBundle] rejects hostile
-// archives: unsafe member paths, links, oversized members, truncated or
-// corrupt compression. It extracts nothing to disk.
+// [ExportJournal] builds the same bundle from a journal on disk, for
+// instance after the process crashed.
+//
+// [ReadBundle] and [ReadBundleFile] are the verifying reader that the
+// flightrec command shares: [Bundle.Verify] checks every member against
+// the manifest, [Bundle.Events] decodes the events, and [Bundle.Member]
+// returns a member's bytes, such as the spans ([SpansName]: an OTLP/JSON
+// export request, which an OTLP/HTTP receiver takes as it is). [ReadBundle]
+// rejects hostile archives: unsafe member paths, links, oversized members,
+// truncated or corrupt compression. It extracts nothing to disk.
 //
 // # Redaction
 //

@@ -74,12 +74,26 @@ func ExampleExportJournal() {
 	// events: 4 redacted: map[anthropic-key:2]
 }
 
-// Bundles are read with verification of every member.
+// Bundles are read with verification of every member; secrets were
+// redacted before anything was written.
 func ExampleReadBundle() {
+	dir, _ := os.MkdirTemp("", "flight-example")
+	defer os.RemoveAll(dir)
+
+	rec := flight.New(flight.WithDir(dir))
+	agent, _ := harness.New(
+		harness.WithSessionID("s1"),
+		harness.WithLogger(slog.New(slog.DiscardHandler)),
+		harness.WithProvider(harnesstest.NewScriptedProvider(harnesstest.Reply("hi"))),
+		harness.WithExtensions(rec),
+	)
+	agent.Run(context.Background(), "Authorization: Bearer abcdefgh123")
+	agent.Close(context.Background())
 	var buf bytes.Buffer
-	bw := flight.NewBundleWriter(&buf, nil)
-	bw.AddEvent(&flight.Event{Seq: 1, Time: t0, Kind: flight.KindRunStart, Text: "Authorization: Bearer abcdefgh123"})
-	bw.Close(t0)
+	if _, err := flight.ExportJournal(context.Background(), filepath.Join(dir, "s1"), &buf, flight.ExportOptions{}); err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	b, err := flight.ReadBundle(&buf, flight.ReadOptions{})
 	if err != nil {

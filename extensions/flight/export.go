@@ -9,6 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
 )
 
 // ExportOptions selects what [ExportJournal] puts in a bundle.
@@ -37,19 +40,6 @@ type ExportOptions struct {
 // to export (none at all, or none of the run asked for).
 var ErrNoEvents = errors.New("flight: no events to export")
 
-// ReadRecordingInfo reads recording.json of the recording directory dir.
-func ReadRecordingInfo(dir string) (*RecordingInfo, error) {
-	data, err := os.ReadFile(filepath.Join(dir, RecordingInfoName))
-	if err != nil {
-		return nil, fmt.Errorf("flight: %w", err)
-	}
-	var info RecordingInfo
-	if err := json.Unmarshal(data, &info); err != nil {
-		return nil, fmt.Errorf("flight: %s: %w", RecordingInfoName, err)
-	}
-	return &info, nil
-}
-
 // ExportJournal builds a bundle from the recording in dir (one session's
 // subdirectory) and writes it to w: the journal's events, the spans of
 // their traces from the span snapshot kept beside the journal, the latest
@@ -64,12 +54,12 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	bw := NewBundleWriter(w, opts.Redactor)
+	bw := newBundleWriter(w, opts.Redactor)
 	var agent, session string
-	if info, err := ReadRecordingInfo(dir); err == nil {
+	if info, err := recording.ReadInfo(dir); err == nil {
 		agent, session = info.Agent, info.SessionID
 	}
-	st, err := ReadJournal(dir, func(_ []byte, e *Event) error {
+	st, err := readJournal(dir, func(_ []byte, e *Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -89,31 +79,31 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 	}
 	bw.SetInfo(opts.Reason, agent, session, 0)
 	bw.SetJournalStats(st)
-	if data, err := os.ReadFile(filepath.Join(dir, SpansSnapshot)); err == nil {
-		req, err := UnmarshalSpans(data)
+	if data, err := os.ReadFile(filepath.Join(dir, recording.SpansSnapshot)); err == nil {
+		req, err := unmarshalSpans(data)
 		if err != nil {
-			return nil, fmt.Errorf("flight: %s: %w", SpansSnapshot, err)
+			return nil, fmt.Errorf("flight: %s: %w", recording.SpansSnapshot, err)
 		}
 		ids := bw.TraceIDs()
-		FilterSpans(req, func(id string) bool { return ids[id] })
+		otlpspans.Filter(req, func(id string) bool { return ids[id] })
 		if err := bw.SetSpans(req); err != nil {
 			return nil, err
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, SessionSnapshot)); err == nil {
+	if data, err := os.ReadFile(filepath.Join(dir, recording.SessionSnapshot)); err == nil {
 		if err := bw.SetSession(data); err != nil {
 			return nil, err
 		}
 	}
 	if opts.IncludeArtifacts {
-		data, err := os.ReadFile(filepath.Join(dir, ArtifactsIndexName))
+		data, err := os.ReadFile(filepath.Join(dir, recording.ArtifactsIndexName))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("flight: %w", err)
 		}
-		var arts []IndexedArtifact
+		var arts []indexedArtifact
 		if len(data) > 0 {
 			if err := json.Unmarshal(data, &arts); err != nil {
-				return nil, fmt.Errorf("flight: %s: %w", ArtifactsIndexName, err)
+				return nil, fmt.Errorf("flight: %s: %w", recording.ArtifactsIndexName, err)
 			}
 		}
 		for _, a := range arts {

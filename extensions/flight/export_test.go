@@ -1,5 +1,13 @@
 package flight
 
+import (
+	"context"
+	"io"
+
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/recording"
+)
+
 // SetMaxTraces sets how many recent traces x remembers for its span
 // snapshot (maxTraces by default). Call it before the first event.
 func SetMaxTraces(x *Extension, n int) {
@@ -7,3 +15,26 @@ func SetMaxTraces(x *Extension, n int) {
 	x.traceCap = n
 	x.mu.Unlock()
 }
+
+// ReadJournal reads the events of the journal in dir (see readJournal).
+func ReadJournal(dir string, fn func(line []byte, e *Event) error, progress func(n int64)) (ReadStats, error) {
+	return readJournal(dir, fn, progress)
+}
+
+// ReadSegment reads the events of one journal segment as ReadJournal does.
+func ReadSegment(r io.Reader, fn func(line []byte, e *Event) error) (ReadStats, error) {
+	st, err := recording.ReadSegment(r, eventLines(fn))
+	return ReadStats(st), err
+}
+
+// BundleWriter is the bundle writer of incidents and exports.
+type BundleWriter = bundleWriter
+
+// NewBundleWriter returns a bundle writer (see newBundleWriter).
+func NewBundleWriter(w io.Writer, red *Redactor) *BundleWriter { return newBundleWriter(w, red) }
+
+// IndexedArtifact is an entry of a recording's artifacts.json.
+type IndexedArtifact = indexedArtifact
+
+// Observe records one lifecycle event as the recorder's hook does.
+func Observe(x *Extension, ctx context.Context, ev *harness.Event) error { return x.observe(ctx, ev) }

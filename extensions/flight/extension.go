@@ -15,6 +15,7 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/jsonenc"
+	"github.com/harnessx/harnessx/internal/recording"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -29,28 +30,9 @@ const Name = "flight"
 // the agent span included.
 const Priority = 5
 
-// Files of a recording directory besides the journal segments.
-const (
-	RecordingInfoName  = "recording.json" // RecordingInfo
-	SessionSnapshot    = "session.json"   // latest Agent.SaveSession, redacted
-	SpansSnapshot      = "spans.json"     // latest buffered spans, OTLP JSON, redacted
-	ArtifactsIndexName = "artifacts.json" // []IndexedArtifact
-	IncidentsDir       = "incidents"      // incident bundles
-)
-
-// RecordingInfo is the content of recording.json.
-type RecordingInfo struct {
-	Format    string    `json:"format"`
-	Version   int       `json:"version"`
-	Agent     string    `json:"agent"`
-	SessionID string    `json:"session_id"`
-	Created   time.Time `json:"created"`
-	PID       int       `json:"pid"`
-}
-
-// IndexedArtifact is an entry of artifacts.json: an artifact of one of the
+// indexedArtifact is an entry of artifacts.json: an artifact of one of the
 // agent's extensions.
-type IndexedArtifact struct {
+type indexedArtifact struct {
 	Extension string `json:"extension"`
 	harness.Artifact
 	// Kept is where the recorder's own copy is, relative to the recording
@@ -64,7 +46,7 @@ type IndexedArtifact struct {
 // MemberName returns the artifact's name in a bundle, under artifacts/:
 // its name, prefixed with the extension's name unless it already starts
 // with it.
-func (a IndexedArtifact) MemberName() string {
+func (a indexedArtifact) MemberName() string {
 	if strings.HasPrefix(a.Name, a.Extension+"/") {
 		return a.Name
 	}
@@ -91,7 +73,7 @@ type Extension struct {
 	evicted   uint64
 	scratch   []byte
 	seq       uint64
-	journal   *Journal
+	journal   *recording.Journal
 	openErr   error
 	started   bool // the background goroutines run
 	closing   bool // Teardown began: no new automatic bundle
@@ -122,7 +104,7 @@ type Extension struct {
 
 	// Artifact copies (snapshot.go), guarded by artMu.
 	artMu     sync.Mutex
-	kept      map[string]*IndexedArtifact // by member name
+	kept      map[string]*indexedArtifact // by member name
 	keptOrder []string
 	keptBytes int64
 	artKept   atomic.Uint64
@@ -195,7 +177,7 @@ func New(opts ...Option) *Extension {
 	x := &Extension{
 		cfg:        c,
 		red:        NewRedactor(c.rules, c.redactFuncs...),
-		spans:      NewSpanProcessor(c.spanCapacity),
+		spans:      newSpanProcessor(c.spanCapacity),
 		ring:       make([][]byte, c.ringSize),
 		scratch:    make([]byte, 0, 4096),
 		traces:     map[trace.TraceID]struct{}{},
@@ -203,7 +185,7 @@ func New(opts ...Option) *Extension {
 		snapKick:   make(chan struct{}, 1),
 		snapStop:   make(chan struct{}),
 		snapDone:   make(chan struct{}),
-		kept:       map[string]*IndexedArtifact{},
+		kept:       map[string]*indexedArtifact{},
 		bundleQ:    make(chan *bundleJob, bundleQueue),
 		bundleStop: make(chan struct{}),
 		bundleDone: make(chan struct{}),
@@ -261,7 +243,7 @@ func (x *Extension) Install(ec *harness.ExtensionContext) error {
 	x.dir = filepath.Join(x.cfg.dir, dirName(x.sessionID))
 	x.mu.Unlock()
 	for _, ev := range harness.AllHookEvents() {
-		if _, err := ec.OnHook(ev, x.Observe); err != nil {
+		if _, err := ec.OnHook(ev, x.observe); err != nil {
 			return err
 		}
 	}
@@ -365,8 +347,9 @@ func (x *Extension) Teardown(ctx context.Context) error {
 
 // Flush waits for the incident bundles being written in the background,
 // then writes the journal's pending events now. It returns the journal's
-// write error while writes fail (see [Journal]), nil once one succeeds
-// again. It honours ctx.
+// write error while writes fail (disk full, file size limit), nil once
+// one succeeds again, and [ErrJournalClosed] after Teardown. It honours
+// ctx.
 func (x *Extension) Flush(ctx context.Context) error {
 	if err := x.waitBundles(ctx); err != nil {
 		return err
@@ -377,7 +360,11 @@ func (x *Extension) Flush(ctx context.Context) error {
 	if j == nil {
 		return nil
 	}
-	return j.Flush(ctx)
+	err := j.Flush(ctx)
+	if errors.Is(err, recording.ErrClosed) {
+		return ErrJournalClosed
+	}
+	return err
 }
 
 // Stats reports the recorder's counters.
@@ -412,10 +399,10 @@ func (x *Extension) Stats() Stats {
 	return s
 }
 
-// Observe records one lifecycle event; it is the harness.Hook the
+// observe records one lifecycle event; it is the harness.Hook the
 // extension subscribes to every event. It never fails and never blocks on
 // the disk; it is safe for concurrent use.
-func (x *Extension) Observe(ctx context.Context, ev *harness.Event) error {
+func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 	var e Event
 	e.Time = ev.Time
 	e.Agent, e.SessionID, e.RunID, e.Step = ev.Agent, ev.SessionID, ev.RunID, ev.Step
@@ -641,7 +628,7 @@ func (x *Extension) startLocked() {
 // openLocked creates the recording directory, takes its lock and opens
 // the journal.
 func (x *Extension) openLocked() {
-	info := RecordingInfo{Format: "harnessx-flight-recording", Version: 1, Agent: x.agentName, SessionID: x.sessionID,
+	info := recording.Info{Format: "harnessx-flight-recording", Version: 1, Agent: x.agentName, SessionID: x.sessionID,
 		Created: x.cfg.now().UTC(), PID: os.Getpid()}
 	if err := os.MkdirAll(x.dir, 0o755); err != nil {
 		x.fail(err)
@@ -652,7 +639,7 @@ func (x *Extension) openLocked() {
 	} else if x.ec != nil {
 		x.ec.Logger().Warn("flight: cannot lock the recording; another process may evict it", "dir", x.dir, "err", err)
 	}
-	p := filepath.Join(x.dir, RecordingInfoName)
+	p := filepath.Join(x.dir, recording.InfoName)
 	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 		data, _ := json.MarshalIndent(info, "", "  ")
 		if err := writeFileAtomic(p, data); err != nil {
@@ -664,7 +651,7 @@ func (x *Extension) openLocked() {
 	if opts.Logger == nil && x.ec != nil {
 		opts.Logger = x.ec.Logger()
 	}
-	j, err := OpenJournal(x.dir, opts)
+	j, err := recording.Open(x.dir, recording.Options(opts))
 	if err != nil {
 		x.fail(err)
 		return
@@ -835,9 +822,9 @@ func runIDOf(x *Extension, callID string) string {
 	return run
 }
 
-// IncidentFileName returns the file name of a bundle written at t for
+// incidentFileName returns the file name of a bundle written at t for
 // reason and run: names sort by time.
-func IncidentFileName(t time.Time, reason, runID string) string {
+func incidentFileName(t time.Time, reason, runID string) string {
 	name := t.UTC().Format("20060102T150405.000000000Z") + "-" + dirName(reason)
 	if runID != "" {
 		name += "-" + dirName(runID[:min(len(runID), 12)])

@@ -10,9 +10,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
 )
 
 // TestRecordingFiles checks that every file of a recording is private
@@ -30,11 +32,11 @@ func TestRecordingFiles(t *testing.T) {
 	}
 	s.close(t)
 	rec := filepath.Join(s.dir, "sess-1")
-	segs, err := flight.Segments(rec)
+	segs, err := recording.Segments(rec)
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("segments %v %v", segs, err)
 	}
-	for _, name := range append(segs, flight.RecordingInfoName, flight.SessionSnapshot, flight.SpansSnapshot) {
+	for _, name := range append(segs, recording.InfoName, recording.SessionSnapshot, recording.SpansSnapshot) {
 		fi, err := os.Stat(filepath.Join(rec, name))
 		if err != nil {
 			t.Fatal(err)
@@ -52,7 +54,7 @@ func TestRecordingFiles(t *testing.T) {
 		return nil
 	})
 
-	data, err := os.ReadFile(filepath.Join(rec, flight.SpansSnapshot))
+	data, err := os.ReadFile(filepath.Join(rec, recording.SpansSnapshot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +88,9 @@ func TestRecordingFiles(t *testing.T) {
 		t.Fatalf("spans.json holds no span: %s", data)
 	}
 	// The bundle reader reads them back.
-	req, err := flight.UnmarshalSpans(data)
-	if err != nil || flight.CountSpans(req) != n {
-		t.Fatalf("UnmarshalSpans: %d spans, %v", flight.CountSpans(req), err)
+	req, err := otlpjson.Unmarshal(data)
+	if err != nil || otlpspans.Count(req) != n {
+		t.Fatalf("UnmarshalSpans: %d spans, %v", otlpspans.Count(req), err)
 	}
 	if !strings.Contains(string(data), `"traceId":"`) {
 		t.Errorf("no traceId in %s", data)

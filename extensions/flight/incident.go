@@ -13,6 +13,8 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/jsonenc"
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -236,7 +238,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 		}
 	}()
 	ec, dir := x.ec, x.dir
-	incDir := filepath.Join(dir, IncidentsDir)
+	incDir := filepath.Join(dir, recording.IncidentsDir)
 	if err := os.MkdirAll(incDir, 0o755); err != nil {
 		return "", fmt.Errorf("flight: incident: %w", err)
 	}
@@ -250,7 +252,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 			os.Remove(f.Name())
 		}
 	}()
-	bw := NewBundleWriter(f, x.red)
+	bw := newBundleWriter(f, x.red)
 	for _, line := range job.lines {
 		e, perr := ParseEvent(line)
 		if perr == nil && (job.runID == "" || e.RunID == job.runID) {
@@ -263,7 +265,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 		ids := bw.TraceIDs()
 		spans = slices.DeleteFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return !ids[s.SpanContext().TraceID().String()] })
 	}
-	req, err := SpansToOTLP(ctx, spans)
+	req, err := otlpspans.FromSDK(ctx, spans)
 	if err != nil {
 		return "", err
 	}
@@ -274,7 +276,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 		if err := bw.SetSession(data); err != nil {
 			return "", err
 		}
-	} else if data, rerr := os.ReadFile(filepath.Join(dir, SessionSnapshot)); rerr == nil {
+	} else if data, rerr := os.ReadFile(filepath.Join(dir, recording.SessionSnapshot)); rerr == nil {
 		if err := bw.SetSession(data); err != nil {
 			return "", err
 		}
@@ -292,7 +294,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 	if err := f.Close(); err != nil {
 		return "", fmt.Errorf("flight: incident: %w", err)
 	}
-	path = filepath.Join(incDir, IncidentFileName(job.now, job.reason, job.runID))
+	path = filepath.Join(incDir, incidentFileName(job.now, job.reason, job.runID))
 	if err := os.Rename(f.Name(), path); err != nil {
 		return "", fmt.Errorf("flight: incident: %w", err)
 	}
@@ -306,7 +308,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 
 // addIndexed adds an indexed artifact to a bundle: the recorder's copy
 // when it kept one, else the reason it did not.
-func addIndexed(bw *BundleWriter, dir string, a IndexedArtifact) {
+func addIndexed(bw *bundleWriter, dir string, a indexedArtifact) {
 	switch {
 	case a.Kept != "" && validMemberName(a.Kept):
 		bw.AddArtifact(a.MemberName(), filepath.Join(dir, filepath.FromSlash(a.Kept)), a.SHA256)

@@ -15,6 +15,7 @@ import (
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/recording"
 )
 
 func failingAgent(t *testing.T, dir string, runs int, opts []flight.Option, exts ...harness.Extension) (*harness.Agent, *flight.Extension) {
@@ -74,7 +75,7 @@ func TestFailedRunDoesNotWaitForBundle(t *testing.T) {
 
 func bundlesIn(t *testing.T, dir string) []string {
 	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "s", flight.IncidentsDir, "*.tar.gz"))
+	names, err := filepath.Glob(filepath.Join(dir, "s", recording.IncidentsDir, "*.tar.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +176,11 @@ func fakeRecording(t *testing.T, root, name string, created time.Time, size int)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	info, _ := json.Marshal(flight.RecordingInfo{Format: "harnessx-flight-recording", Version: 1, SessionID: name, Created: created})
-	if err := os.WriteFile(filepath.Join(dir, flight.RecordingInfoName), info, 0o600); err != nil {
+	info, _ := json.Marshal(recording.Info{Format: "harnessx-flight-recording", Version: 1, SessionID: name, Created: created})
+	if err := os.WriteFile(filepath.Join(dir, recording.InfoName), info, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, flight.SegmentName(1)), []byte(strings.Repeat("x", size)), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, recording.SegmentName(1)), []byte(strings.Repeat("x", size)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,10 +1,6 @@
 package flight
 
-import (
-	"slices"
-
-	"github.com/harnessx/harnessx/internal/redact"
-)
+import "github.com/harnessx/harnessx/internal/redact"
 
 // Rule is a redaction pattern: every match of Pattern (or of its submatch
 // Group, when Group > 0) is replaced by [Marker](Name). When NameGroup > 0
@@ -37,9 +33,6 @@ func Marker(name string) string { return redact.Marker(name) }
 // and of the prompt-cache prefix key are not sensitive.
 func SensitiveName(name string) bool { return redact.SensitiveName(name) }
 
-// CountMarkers counts the redaction markers in data by rule name.
-func CountMarkers(data []byte, into map[string]int) { redact.CountMarkers(data, into) }
-
 // Redactor replaces secrets in text with markers. It applies the built-in
 // rules, then the extra rules, then the custom functions. The zero value
 // applies nothing; build one with [NewRedactor]. A Redactor is immutable
@@ -71,16 +64,3 @@ func (r *Redactor) String(s string) string { return r.r.String(s) }
 // sensitive key ([SensitiveName]) is replaced whole. Numbers keep their
 // exact text; object keys come out sorted.
 func (r *Redactor) JSON(data []byte) ([]byte, error) { return r.r.JSON(data) }
-
-// field redacts the string value of a field named key.
-func (r *Redactor) field(key, s string) string { return r.r.Field(key, s) }
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/redact"
 )
 
 // secrets are the values that must not survive redaction.
@@ -115,7 +116,7 @@ func TestRedactorCustom(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	counts := map[string]int{}
-	flight.CountMarkers([]byte(got), counts)
+	redact.CountMarkers([]byte(got), counts)
 	if counts["ticket"] != 1 || counts["host"] != 1 {
 		t.Errorf("counts %v", counts)
 	}

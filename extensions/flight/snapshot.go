@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -130,7 +132,7 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 	}
 	red, err := x.red.JSON(data)
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(x.dir, SessionSnapshot), red)
+		err = writeFileAtomic(filepath.Join(x.dir, recording.SessionSnapshot), red)
 	}
 	if err != nil {
 		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
@@ -160,13 +162,13 @@ func (x *Extension) snapshotSpans(ctx context.Context) {
 	if !open {
 		return
 	}
-	req, err := SpansToOTLP(ctx, x.recordingSpans())
+	req, err := otlpspans.FromSDK(ctx, x.recordingSpans())
 	var data []byte
 	if err == nil {
-		data, err = MarshalSpans(req, x.red)
+		data, err = marshalSpans(req, x.red)
 	}
 	if err == nil {
-		err = writeFileAtomic(filepath.Join(x.dir, SpansSnapshot), data)
+		err = writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)
 	}
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
@@ -174,8 +176,8 @@ func (x *Extension) snapshotSpans(ctx context.Context) {
 }
 
 // artifacts lists the artifacts of the agent's extensions.
-func (x *Extension) artifacts(ctx context.Context) ([]IndexedArtifact, error) {
-	var out []IndexedArtifact
+func (x *Extension) artifacts(ctx context.Context) ([]indexedArtifact, error) {
+	var out []indexedArtifact
 	var errs []error
 	for _, ext := range x.ec.Agent().Extensions() {
 		src, ok := ext.(harness.ArtifactSource)
@@ -187,7 +189,7 @@ func (x *Extension) artifacts(ctx context.Context) ([]IndexedArtifact, error) {
 			errs = append(errs, fmt.Errorf("flight: artifacts of %q: %w", ext.Name(), err))
 		}
 		for _, a := range arts {
-			out = append(out, IndexedArtifact{Extension: ext.Name(), Artifact: a})
+			out = append(out, indexedArtifact{Extension: ext.Name(), Artifact: a})
 		}
 	}
 	return out, errors.Join(errs...)
@@ -251,7 +253,7 @@ func (x *Extension) syncArtifacts(ctx context.Context) {
 // keepCopy makes the recording's own copy of a under artifacts/: a hard
 // link when the file is on the same file system, else a copy whose
 // SHA-256 is checked. It sets a.Kept.
-func (x *Extension) keepCopy(a *IndexedArtifact) error {
+func (x *Extension) keepCopy(a *indexedArtifact) error {
 	rel := ArtifactsDir + a.MemberName()
 	dst := filepath.Join(x.dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
@@ -304,7 +306,7 @@ func copyFile(src, dst, wantSHA256 string) error {
 
 // writeIndexLocked writes artifacts.json. artMu must be held.
 func (x *Extension) writeIndexLocked() error {
-	arts := make([]*IndexedArtifact, 0, len(x.keptOrder))
+	arts := make([]*indexedArtifact, 0, len(x.keptOrder))
 	for _, n := range x.keptOrder {
 		arts = append(arts, x.kept[n])
 	}
@@ -312,14 +314,14 @@ func (x *Extension) writeIndexLocked() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(x.dir, ArtifactsIndexName), data)
+	return writeFileAtomic(filepath.Join(x.dir, recording.ArtifactsIndexName), data)
 }
 
 // keptArtifacts returns a copy of the artifact index.
-func (x *Extension) keptArtifacts() []IndexedArtifact {
+func (x *Extension) keptArtifacts() []indexedArtifact {
 	x.artMu.Lock()
 	defer x.artMu.Unlock()
-	out := make([]IndexedArtifact, 0, len(x.keptOrder))
+	out := make([]indexedArtifact, 0, len(x.keptOrder))
 	for _, n := range x.keptOrder {
 		out = append(out, *x.kept[n])
 	}
@@ -347,7 +349,7 @@ func (x *Extension) evictRecordings() {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())
-		info, err := ReadRecordingInfo(dir)
+		info, err := recording.ReadInfo(dir)
 		if err != nil {
 			continue // not a recording: never touched
 		}

@@ -2,23 +2,21 @@ package flight
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"sync"
 
 	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/otlpspans"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // SpanProcessor is an OpenTelemetry SDK span processor that keeps the most
 // recent ended spans in a bounded buffer, so that an incident bundle
-// carries a run's spans without any tracing backend. Register it on the
-// application's TracerProvider:
+// carries a run's spans without any tracing backend. [Extension.SpanProcessor]
+// returns the recorder's; register it on the application's TracerProvider
+// when the recorder does not (see [WithSpanRegistration]):
 //
 //	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.SpanProcessor()))
 //
@@ -34,9 +32,9 @@ type SpanProcessor struct {
 
 var _ sdktrace.SpanProcessor = (*SpanProcessor)(nil)
 
-// NewSpanProcessor returns a processor that keeps the last capacity ended
+// newSpanProcessor returns a processor that keeps the last capacity ended
 // spans (default 2048 when capacity <= 0).
-func NewSpanProcessor(capacity int) *SpanProcessor {
+func newSpanProcessor(capacity int) *SpanProcessor {
 	if capacity <= 0 {
 		capacity = 2048
 	}
@@ -133,53 +131,14 @@ func (p *SpanProcessor) setNotify(fn func()) {
 	p.mu.Unlock()
 }
 
-// captureClient is an otlptrace.Client that keeps what it is given
-// instead of sending it: the OTLP exporter does the conversion.
-type captureClient struct {
-	mu sync.Mutex
-	rs []*tracepb.ResourceSpans
-}
-
-func (c *captureClient) Start(context.Context) error { return nil }
-func (c *captureClient) Stop(context.Context) error  { return nil }
-func (c *captureClient) UploadTraces(_ context.Context, rs []*tracepb.ResourceSpans) error {
-	c.mu.Lock()
-	c.rs = append(c.rs, rs...)
-	c.mu.Unlock()
-	return nil
-}
-
-// SpansToOTLP converts spans to an OTLP export request with the OTLP
-// exporter's own conversion (otlptrace.New with a capturing client).
-func SpansToOTLP(ctx context.Context, spans []sdktrace.ReadOnlySpan) (*coltracepb.ExportTraceServiceRequest, error) {
-	c := &captureClient{}
-	req := &coltracepb.ExportTraceServiceRequest{}
-	if len(spans) == 0 {
-		return req, nil
-	}
-	exp, err := otlptrace.New(ctx, c)
-	if err != nil {
-		return nil, fmt.Errorf("flight: spans: %w", err)
-	}
-	err = exp.ExportSpans(ctx, spans)
-	if serr := exp.Shutdown(ctx); err == nil {
-		err = serr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("flight: spans: %w", err)
-	}
-	req.ResourceSpans = c.rs
-	return req, nil
-}
-
-// MarshalSpans encodes an export request as compact OTLP/JSON, after
+// marshalSpans encodes an export request as compact OTLP/JSON, after
 // redacting it with red (when not nil): protojson's mapping with trace and
 // span IDs as hex and enum values as integers, as the OTLP specification
 // requires, so that an OTLP/HTTP JSON receiver accepts the bytes as they
 // are. Equal requests give equal bytes.
-func MarshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]byte, error) {
+func marshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]byte, error) {
 	if red != nil {
-		RedactSpans(req, red)
+		otlpspans.Redact(req, &red.r)
 	}
 	b, err := otlpjson.Marshal(req)
 	if err != nil {
@@ -188,99 +147,12 @@ func MarshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]b
 	return b, nil
 }
 
-// UnmarshalSpans decodes OTLP/JSON written by [MarshalSpans]. It also
+// unmarshalSpans decodes OTLP/JSON written by [marshalSpans]. It also
 // reads the base64 IDs that earlier versions wrote.
-func UnmarshalSpans(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
+func unmarshalSpans(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
 	req, err := otlpjson.Unmarshal(data)
 	if err != nil {
 		return nil, fmt.Errorf("flight: spans: %w", err)
 	}
 	return req, nil
-}
-
-// CountSpans returns the number of spans in req.
-func CountSpans(req *coltracepb.ExportTraceServiceRequest) int {
-	n := 0
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			n += len(ss.GetSpans())
-		}
-	}
-	return n
-}
-
-// FilterSpans keeps the spans of req whose trace ID (hex) keep accepts
-// and drops emptied scopes and resources.
-func FilterSpans(req *coltracepb.ExportTraceServiceRequest, keep func(traceID string) bool) {
-	rss := req.ResourceSpans[:0]
-	for _, rs := range req.ResourceSpans {
-		sss := rs.ScopeSpans[:0]
-		for _, ss := range rs.ScopeSpans {
-			spans := ss.Spans[:0]
-			for _, s := range ss.Spans {
-				if keep(hex.EncodeToString(s.TraceId)) {
-					spans = append(spans, s)
-				}
-			}
-			ss.Spans = spans
-			if len(spans) > 0 {
-				sss = append(sss, ss)
-			}
-		}
-		rs.ScopeSpans = sss
-		if len(sss) > 0 {
-			rss = append(rss, rs)
-		}
-	}
-	req.ResourceSpans = rss
-}
-
-// RedactSpans redacts every string of req in place: span and event names,
-// status messages, and attribute values (resource, scope, span, event and
-// link attributes). A string attribute under a sensitive key
-// ([SensitiveName]) is replaced whole.
-func RedactSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) {
-	for _, rs := range req.GetResourceSpans() {
-		if rs.Resource != nil {
-			redactAttrs(rs.Resource.Attributes, red)
-		}
-		for _, ss := range rs.GetScopeSpans() {
-			if ss.Scope != nil {
-				redactAttrs(ss.Scope.Attributes, red)
-			}
-			for _, s := range ss.GetSpans() {
-				s.Name = red.String(s.Name)
-				redactAttrs(s.Attributes, red)
-				for _, ev := range s.Events {
-					ev.Name = red.String(ev.Name)
-					redactAttrs(ev.Attributes, red)
-				}
-				for _, l := range s.Links {
-					redactAttrs(l.Attributes, red)
-				}
-				if s.Status != nil {
-					s.Status.Message = red.String(s.Status.Message)
-				}
-			}
-		}
-	}
-}
-
-func redactAttrs(kvs []*commonpb.KeyValue, red *Redactor) {
-	for _, kv := range kvs {
-		redactAny(kv.Key, kv.Value, red)
-	}
-}
-
-func redactAny(key string, v *commonpb.AnyValue, red *Redactor) {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		x.StringValue = red.field(key, x.StringValue)
-	case *commonpb.AnyValue_ArrayValue:
-		for _, e := range x.ArrayValue.GetValues() {
-			redactAny(key, e, red)
-		}
-	case *commonpb.AnyValue_KvlistValue:
-		redactAttrs(x.KvlistValue.GetValues(), red)
-	}
 }

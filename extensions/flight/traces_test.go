@@ -10,6 +10,8 @@ import (
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/recording"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 )
 
@@ -52,11 +54,11 @@ func TestSpanSnapshotFollowsNewRuns(t *testing.T) {
 	if len(runTraces) != runs {
 		t.Fatalf("%d run traces", len(runTraces))
 	}
-	data, err := os.ReadFile(filepath.Join(s.dir, "sess-1", flight.SpansSnapshot))
+	data, err := os.ReadFile(filepath.Join(s.dir, "sess-1", recording.SpansSnapshot))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := flight.UnmarshalSpans(data)
+	req, err := otlpjson.Unmarshal(data)
 	if err != nil {
 		t.Fatal(err)
 	}

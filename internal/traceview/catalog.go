@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/internal/recording"
 )
 
 // Sources says where [Load] looks for spans and incident bundles.
@@ -121,7 +121,7 @@ func recordingDirs(root string) []string {
 }
 
 func incidents(rec string) []Incident {
-	paths, _ := filepath.Glob(filepath.Join(rec, flight.IncidentsDir, "*.tar.gz"))
+	paths, _ := filepath.Glob(filepath.Join(rec, recording.IncidentsDir, "*.tar.gz"))
 	slices.Sort(paths)
 	var out []Incident
 	for _, p := range paths {
@@ -150,8 +150,8 @@ func signature(src Sources) string {
 	}
 	for _, root := range src.FlightDirs {
 		for _, rec := range recordingDirs(root) {
-			stat(filepath.Join(rec, flight.SpansSnapshot))
-			paths, _ := filepath.Glob(filepath.Join(rec, flight.IncidentsDir, "*.tar.gz"))
+			stat(filepath.Join(rec, recording.SpansSnapshot))
+			paths, _ := filepath.Glob(filepath.Join(rec, recording.IncidentsDir, "*.tar.gz"))
 			for _, p := range paths {
 				stat(p)
 			}

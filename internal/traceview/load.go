@@ -3,9 +3,7 @@ package traceview
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/recording"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,16 +22,15 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // ErrBadOTLP is wrapped by the errors of [ParseOTLP].
 var ErrBadOTLP = errors.New("traceview: invalid OTLP JSON")
 
 // ParseOTLP decodes one OTLP/JSON ExportTraceServiceRequest. Trace and span
-// IDs may be hex (the OTLP/JSON rule, as exporters.NewFile writes them) or
-// base64 (as protojson, and so flight's spans.json, writes them). Unknown
-// fields are ignored.
+// IDs may be hex (the OTLP/JSON rule, as exporters.NewFile and flight's
+// spans.json write them) or base64 (as plain protojson, and older
+// recordings, write them). Unknown fields are ignored.
 func ParseOTLP(data []byte) ([]*Span, error) {
 	req, err := decodeOTLP(data)
 	if err != nil {
@@ -41,104 +40,11 @@ func ParseOTLP(data []byte) ([]*Span, error) {
 }
 
 func decodeOTLP(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadOTLP, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the JSON value", ErrBadOTLP)
-	}
-	root, ok := doc.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrBadOTLP)
-	}
-	if err := normalizeIDs(root); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadOTLP, err)
-	}
-	raw, err := json.Marshal(root)
+	req, err := otlpjson.Unmarshal(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadOTLP, err)
-	}
-	req := &coltracepb.ExportTraceServiceRequest{}
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, req); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadOTLP, err)
+		return nil, fmt.Errorf("%w: %s", ErrBadOTLP, strings.TrimPrefix(err.Error(), "otlpjson: "))
 	}
 	return req, nil
-}
-
-// normalizeIDs rewrites the trace and span IDs of a request held as
-// generic JSON into the base64 that protojson reads.
-func normalizeIDs(root map[string]any) error {
-	fix := func(obj map[string]any, key string, n int) error {
-		v, ok := obj[key]
-		if !ok {
-			return nil
-		}
-		s, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("%s is not a string", key)
-		}
-		b, err := decodeID(s, n)
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		obj[key] = base64.StdEncoding.EncodeToString(b)
-		return nil
-	}
-	for _, rs := range objects(root["resourceSpans"]) {
-		for _, ss := range objects(rs["scopeSpans"]) {
-			for _, sp := range objects(ss["spans"]) {
-				for _, f := range []struct {
-					key string
-					n   int
-				}{{"traceId", 16}, {"spanId", 8}, {"parentSpanId", 8}} {
-					if err := fix(sp, f.key, f.n); err != nil {
-						return err
-					}
-				}
-				for _, l := range objects(sp["links"]) {
-					if err := fix(l, "traceId", 16); err != nil {
-						return err
-					}
-					if err := fix(l, "spanId", 8); err != nil {
-						return err
-					}
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// decodeID decodes an ID of n bytes written in hex (2n digits) or base64.
-func decodeID(s string, n int) ([]byte, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if len(s) == 2*n {
-		if b, err := hex.DecodeString(s); err == nil {
-			return b, nil
-		}
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, nil
-		}
-	}
-	return nil, fmt.Errorf("%q is neither hex nor base64", s)
-}
-
-func objects(v any) []map[string]any {
-	arr, _ := v.([]any)
-	out := make([]map[string]any, 0, len(arr))
-	for _, e := range arr {
-		if m, ok := e.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // FromOTLP converts the spans of an export request.
@@ -457,13 +363,13 @@ func ReadTraces(r io.Reader) ([]*Span, int64, FileStats, error) {
 // ReadRecording reads the span snapshot (spans.json) of the flight
 // recording in dir.
 func ReadRecording(dir string) ([]*Span, error) {
-	data, err := os.ReadFile(filepath.Join(dir, flight.SpansSnapshot))
+	data, err := os.ReadFile(filepath.Join(dir, recording.SpansSnapshot))
 	if err != nil {
 		return nil, fmt.Errorf("traceview: %w", err)
 	}
 	spans, err := ParseOTLP(data)
 	if err != nil {
-		return nil, fmt.Errorf("traceview: %s: %w", filepath.Join(dir, flight.SpansSnapshot), err)
+		return nil, fmt.Errorf("traceview: %s: %w", filepath.Join(dir, recording.SpansSnapshot), err)
 	}
 	return spans, nil
 }
@@ -476,12 +382,13 @@ func ReadBundle(path string) ([]*Span, *flight.Bundle, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("traceview: %s: %s", path, strings.TrimPrefix(err.Error(), "flight: "))
 	}
-	if _, ok := b.Member(flight.SpansName); !ok {
+	data, ok := b.Member(flight.SpansName)
+	if !ok {
 		return nil, b, nil
 	}
-	req, err := b.Spans()
+	spans, err := ParseOTLP(data)
 	if err != nil {
-		return nil, b, fmt.Errorf("traceview: %s: %s", path, strings.TrimPrefix(err.Error(), "flight: "))
+		return nil, b, fmt.Errorf("traceview: %s: %s: %s", path, flight.SpansName, strings.TrimPrefix(err.Error(), "traceview: "))
 	}
-	return FromOTLP(req), b, nil
+	return spans, b, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harnessx/harnessx/cmd/flightrec/internal/failures"
 	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/internal/recording"
 )
 
 // Run summarizes one run of a recording. Its tokens are those of its
@@ -38,20 +39,20 @@ type Incident struct {
 
 // Recording summarizes one recording directory.
 type Recording struct {
-	Name      string           `json:"name"`
-	Dir       string           `json:"dir"`
-	Agent     string           `json:"agent,omitempty"`
-	SessionID string           `json:"session_id,omitempty"`
-	Events    int              `json:"events"`
-	First     time.Time        `json:"first"`
-	Last      time.Time        `json:"last"`
-	Segments  int              `json:"segments"`
-	Bytes     int64            `json:"bytes"`
-	Torn      int              `json:"torn_lines,omitempty"`
-	Corrupt   int              `json:"corrupt_lines,omitempty"`
-	Runs      []*Run           `json:"runs"`
-	Incidents []Incident       `json:"incidents"`
-	Stats     flight.ReadStats `json:"-"`
+	Name      string          `json:"name"`
+	Dir       string          `json:"dir"`
+	Agent     string          `json:"agent,omitempty"`
+	SessionID string          `json:"session_id,omitempty"`
+	Events    int             `json:"events"`
+	First     time.Time       `json:"first"`
+	Last      time.Time       `json:"last"`
+	Segments  int             `json:"segments"`
+	Bytes     int64           `json:"bytes"`
+	Torn      int             `json:"torn_lines,omitempty"`
+	Corrupt   int             `json:"corrupt_lines,omitempty"`
+	Runs      []*Run          `json:"runs"`
+	Incidents []Incident      `json:"incidents"`
+	Stats     recording.Stats `json:"-"`
 	// SegmentEvents counts the events of each segment read, in order, so
 	// that a later read of the journal can report events as segments end.
 	SegmentEvents []int `json:"-"`
@@ -98,17 +99,17 @@ func Scan(root string) ([]*Recording, error) {
 }
 
 func isRecording(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, flight.RecordingInfoName)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, recording.InfoName)); err == nil {
 		return true
 	}
-	segs, err := flight.Segments(dir)
+	segs, err := recording.Segments(dir)
 	return err == nil && len(segs) > 0
 }
 
 // ScanOne reads the recording in dir.
 func ScanOne(dir string) (*Recording, error) {
 	r := &Recording{Name: filepath.Base(dir), Dir: dir, Runs: []*Run{}, Incidents: []Incident{}}
-	if info, err := flight.ReadRecordingInfo(dir); err == nil {
+	if info, err := recording.ReadInfo(dir); err == nil {
 		r.Agent, r.SessionID = info.Agent, info.SessionID
 	}
 	runs := map[string]*Run{}
@@ -116,7 +117,11 @@ func ScanOne(dir string) (*Recording, error) {
 	type usage struct{ in, out int64 }
 	responses := map[string]*usage{} // model response usage by run
 	counted := 0                     // events of the segments before
-	st, err := flight.ReadJournal(dir, func(_ []byte, e *flight.Event) error {
+	st, err := recording.Read(dir, func(line []byte) (bool, error) {
+		e, err := flight.ParseEvent(line)
+		if err != nil {
+			return false, nil
+		}
 		r.Events++
 		if r.First.IsZero() || e.Time.Before(r.First) {
 			r.First = e.Time
@@ -131,7 +136,7 @@ func ScanOne(dir string) (*Recording, error) {
 			r.SessionID = e.SessionID
 		}
 		if e.RunID == "" {
-			return nil
+			return true, nil
 		}
 		run := runs[e.RunID]
 		if run == nil {
@@ -158,8 +163,8 @@ func ScanOne(dir string) (*Recording, error) {
 			u.in += e.InputTokens
 			u.out += e.OutputTokens
 		}
-		fails.Add(e)
-		return nil
+		fails.Add(&e)
+		return true, nil
 	}, func(int64) {
 		r.SegmentEvents = append(r.SegmentEvents, r.Events-counted)
 		counted = r.Events
@@ -175,7 +180,7 @@ func ScanOne(dir string) (*Recording, error) {
 	}
 	r.Stats = st
 	r.Segments, r.Bytes, r.Torn, r.Corrupt = st.Segments, st.Bytes, st.Torn, st.Corrupt
-	incs, _ := filepath.Glob(filepath.Join(dir, flight.IncidentsDir, "*.tar.gz"))
+	incs, _ := filepath.Glob(filepath.Join(dir, recording.IncidentsDir, "*.tar.gz"))
 	slices.Sort(incs)
 	for _, p := range incs {
 		fi, err := os.Stat(p)

@@ -1,0 +1,147 @@
+package recording_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harnessx/harnessx/internal/recording"
+)
+
+func line(seq int) []byte {
+	return fmt.Appendf(nil, `{"seq":%d,"time":"2026-11-30T12:00:00Z","kind":"tool_result","text":"%s"}`+"\n", seq, strings.Repeat("x", 80))
+}
+
+func TestJournalSegments(t *testing.T) {
+	tests := []struct {
+		name      string
+		segBytes  int64
+		maxBytes  int64
+		lines     int
+		wantSegs  int
+		wantFirst uint64 // first surviving seq
+	}{
+		{"one segment", 1 << 20, 4 << 20, 50, 1, 1},
+		{"rotation", 1000, 1 << 20, 50, 9, 1},
+		{"oldest deleted", 1000, 3000, 50, 3, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			j, err := recording.Open(dir, recording.Options{SegmentBytes: tt.segBytes, MaxBytes: tt.maxBytes, FlushInterval: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= tt.lines; i++ {
+				if !j.Append(line(i)) {
+					t.Fatalf("append %d dropped", i)
+				}
+				if i%5 == 0 {
+					if err := j.Flush(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := j.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Close(context.Background()); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			segs, err := recording.Segments(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(segs) != tt.wantSegs {
+				t.Fatalf("%d segments %v, want %d", len(segs), segs, tt.wantSegs)
+			}
+			var total int64
+			for _, s := range segs {
+				fi, err := os.Stat(filepath.Join(dir, s))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Size() > tt.segBytes {
+					t.Errorf("segment %s has %d bytes, cap %d", s, fi.Size(), tt.segBytes)
+				}
+				total += fi.Size()
+			}
+			if total > tt.maxBytes {
+				t.Errorf("total %d > cap %d", total, tt.maxBytes)
+			}
+			var seqs []uint64
+			st, err := recording.Read(dir, func(l []byte) (bool, error) {
+				var e struct{ Seq uint64 }
+				if json.Unmarshal(l, &e) != nil {
+					return false, nil
+				}
+				seqs = append(seqs, e.Seq)
+				return true, nil
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Torn != 0 || st.Corrupt != 0 {
+				t.Errorf("stats %+v", st)
+			}
+			if seqs[len(seqs)-1] != uint64(tt.lines) {
+				t.Errorf("last seq %d, want %d", seqs[len(seqs)-1], tt.lines)
+			}
+			if tt.wantFirst != 0 && seqs[0] != tt.wantFirst {
+				t.Errorf("first seq %d, want %d", seqs[0], tt.wantFirst)
+			}
+			if tt.wantFirst == 0 && seqs[0] == 1 {
+				t.Errorf("oldest segment was not deleted")
+			}
+			for i := 1; i < len(seqs); i++ {
+				if seqs[i] != seqs[i-1]+1 {
+					t.Fatalf("gap after seq %d", seqs[i-1])
+				}
+			}
+		})
+	}
+}
+
+func TestJournalReopen(t *testing.T) {
+	dir := t.TempDir()
+	for round := 0; round < 2; round++ {
+		j, err := recording.Open(dir, recording.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Append(line(round + 1))
+		if err := j.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if j.Append(line(9)) {
+			t.Error("append after close accepted")
+		}
+	}
+	segs, _ := recording.Segments(dir)
+	if len(segs) != 2 || segs[0] != recording.SegmentName(1) || segs[1] != recording.SegmentName(2) {
+		t.Errorf("segments %v", segs)
+	}
+}
+
+func TestJournalDropsWhenFull(t *testing.T) {
+	dir := t.TempDir()
+	j, err := recording.Open(dir, recording.Options{MaxPending: 2*len(line(1)) + 10, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close(context.Background())
+	accepted := 0
+	for i := 0; i < 10; i++ {
+		if j.Append(line(i + 1)) {
+			accepted++
+		}
+	}
+	if accepted != 2 || j.Dropped() != 8 {
+		t.Errorf("accepted %d dropped %d", accepted, j.Dropped())
+	}
+}
