@@ -372,13 +372,56 @@ func (rt *Runtime) Run(ctx context.Context, agent, input string, opts ...RunOpti
 		return nil, err
 	}
 	wopts = append(wopts, dbos.WithWorkflowID(rc.runID))
-	if _, err := dbos.RunWorkflow(rt.dctx, rt.runWorkflow, in, wopts...); err != nil {
+	h, err := dbos.RunWorkflow(rt.dctx, rt.runWorkflow, in, wopts...)
+	if err != nil {
 		if errors.Is(err, dbos.ErrWorkflowIDInUse) {
 			return nil, fmt.Errorf("%w: session %q, run %s started meanwhile", ErrSessionBusy, rc.session, rc.runID)
 		}
 		return nil, fmt.Errorf("durable: start run %s: %w", rc.runID, err)
 	}
-	return rt.Wait(ctx, rc.runID)
+	return rt.await(ctx, rc.runID, h)
+}
+
+// await waits for the run's outcome through its handle, or for its pause.
+// The goroutine reading the handle ends with the run or at Close.
+func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandle[runOutput], opts ...dbos.GetResultOption) (*harness.RunResult, error) {
+	type outcome struct {
+		out runOutput
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		out, err := h.GetResult(opts...)
+		done <- outcome{out, err}
+	}()
+	for {
+		rt.mu.Lock()
+		changed := rt.changed
+		rt.mu.Unlock()
+		select {
+		case o := <-done:
+			if o.err != nil {
+				if res, fin, err := rt.state(runID); err == nil && fin {
+					return res, res.Err // cancelled, failed: as recorded
+				}
+				res := &harness.RunResult{RunID: runID, Status: harness.StatusFailed, Err: &RunError{RunID: runID, Msg: o.err.Error()}}
+				return res, res.Err
+			}
+			res := o.out.result()
+			return res, res.Err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("durable: wait for run %s: %w", runID, context.Cause(ctx))
+		case <-changed:
+		case <-time.After(rt.cfg.poll):
+		}
+		ap, err := rt.openApproval(runID)
+		if err != nil {
+			return nil, err
+		}
+		if ap != nil {
+			return ap.Paused.result(), nil
+		}
+	}
 }
 
 // sessionState returns the ID of the session's next run and the session
@@ -426,21 +469,15 @@ func (rt *Runtime) sessionState(session string) (string, []byte, error) {
 // its result (see [Runtime.Run]). It works from any process: it reads the
 // run's state from the database. An unknown run is [ErrUnknownRun].
 func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, error) {
-	for {
-		rt.mu.Lock()
-		changed := rt.changed
-		rt.mu.Unlock()
-		res, done, err := rt.state(runID)
-		if err != nil || done {
-			return res, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("durable: wait for run %s: %w", runID, context.Cause(ctx))
-		case <-changed:
-		case <-time.After(rt.cfg.poll):
-		}
+	res, done, err := rt.state(runID)
+	if err != nil || done {
+		return res, err
 	}
+	h, err := dbos.RetrieveWorkflow[runOutput](rt.dctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("durable: run %s: %w", runID, err)
+	}
+	return rt.await(ctx, runID, h, dbos.WithHandlePollingInterval(rt.cfg.poll))
 }
 
 // state reads a run's state: done when it finished or is paused.
@@ -499,7 +536,6 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 	if err != nil {
 		return runOutput{}, err
 	}
-	defer rt.notify()
 	rt.mu.Lock()
 	f := rt.agents[in.Agent]
 	rt.mu.Unlock()

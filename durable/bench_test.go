@@ -1,0 +1,112 @@
+package durable
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+)
+
+// benchFactory is an agent with a fake model (a tool call, then an
+// answer) and a no-op tool: what is left is the runtime's cost.
+func benchFactory(ctx context.Context) ([]harness.Option, error) {
+	type in struct{}
+	tool := harness.MustTool(harness.NewTool("noop", "noop", func(context.Context, in) (string, error) { return "ok", nil }))
+	provider := harness.ProviderFunc(func(_ context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+		if req.Step == 1 {
+			return callMsg(harnesstest.Call("c1", "noop", map[string]any{})), nil
+		}
+		return reply("done"), nil
+	})
+	return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tool)}, nil
+}
+
+// BenchmarkDurableRun is one durable run on SQLite: model → tool → model,
+// recorded (four steps: the tool's marker and outcome), and the wait for
+// its result. Compare with BenchmarkDBOSFloor.
+func BenchmarkDurableRun(b *testing.B) {
+	ctx := context.Background()
+	rt, err := Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "runs.db"), WithLogger(quietLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	if err := rt.Register("bench", benchFactory); err != nil {
+		b.Fatal(err)
+	}
+	if err := rt.Launch(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		res, err := rt.Run(ctx, "bench", "go", WithRunID("b"+strconv.Itoa(i)))
+		if err != nil || res.Text != "done" {
+			b.Fatalf("%+v %v", res, err)
+		}
+	}
+}
+
+type floorResp struct {
+	Text string
+	At   time.Time
+}
+
+// floorWorkflow is a bare DBOS workflow with the same three steps: a
+// model-like step, a tool-like step, a model-like step.
+func floorWorkflow(ctx dbos.Context, in string) (string, error) {
+	m1, err := dbos.RunAsStep(ctx, func(context.Context) (*harness.ModelResponse, error) {
+		return callMsg(harnesstest.Call("c1", "noop", map[string]any{})), nil
+	}, dbos.WithStepName("model/1"))
+	if err != nil {
+		return "", err
+	}
+	t, err := dbos.RunAsStep(ctx, func(context.Context) (*harness.ToolResult, error) {
+		return &harness.ToolResult{CallID: m1.Message.ToolCalls()[0].ID, Name: "noop", Content: "ok"}, nil
+	}, dbos.WithStepName("tool/1/c1"))
+	if err != nil {
+		return "", err
+	}
+	m2, err := dbos.RunAsStep(ctx, func(context.Context) (*harness.ModelResponse, error) {
+		return reply("done"), nil
+	}, dbos.WithStepName("model/2"))
+	if err != nil {
+		return "", err
+	}
+	return m2.Message.Text() + t.Content[:0], nil
+}
+
+// BenchmarkDBOSFloor is the floor: the same three steps in a bare DBOS
+// workflow on SQLite, started and awaited.
+func BenchmarkDBOSFloor(b *testing.B) {
+	ctx := context.Background()
+	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "floor", DatabaseURL: "sqlite:" + filepath.Join(b.TempDir(), "floor.db"),
+		ApplicationVersion: "floor-1", ExecutorID: "local", Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dbos.Shutdown(dctx, 10*time.Second)
+	dbos.RegisterWorkflow(dctx, floorWorkflow, dbos.WithWorkflowName("floor"))
+	if err := dbos.Launch(dctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		h, err := dbos.RunWorkflow(dctx, floorWorkflow, "go", dbos.WithWorkflowID("f"+strconv.Itoa(i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out, err := h.GetResult(); err != nil || out != "done" {
+			b.Fatalf("%q %v", out, err)
+		}
+	}
+}
