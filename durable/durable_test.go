@@ -73,8 +73,6 @@ func TestRunCompletes(t *testing.T) {
 }
 
 func TestModelResponseRoundTrip(t *testing.T) {
-	temp := 0.5
-	_ = temp
 	in := &harness.ModelResponse{
 		Message: harness.Message{Role: harness.RoleAssistant, Content: []harness.Part{
 			{Type: harness.PartReasoning, Text: "think", ProviderData: json.RawMessage(`{"signature":"abc"}`)},

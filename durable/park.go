@@ -245,17 +245,13 @@ func (rt *Runtime) Reply(ctx context.Context, runID, askID string, ans harness.A
 		if err != nil {
 			return fmt.Errorf("durable: reply %s: %w", id, err)
 		}
-		if got != ans && !sameAnswer(got, ans) {
+		if got != ans {
 			return fmt.Errorf("%w: question %q of run %s", ErrAlreadyAnswered, askID, runID)
 		}
 		return nil
 	default:
 		return fmt.Errorf("%w: question %q of run %s is %s", ErrAlreadyAnswered, askID, runID, strings.ToLower(string(ws[0].Status)))
 	}
-}
-
-func sameAnswer(a, b harness.Answer) bool {
-	return a.ID == b.ID && a.Kind == b.Kind && a.Confirmed == b.Confirmed && a.Choice == b.Choice && a.Text == b.Text
 }
 
 // decodeAny decodes a workflow input or output as ListWorkflows returns
