@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -72,7 +73,10 @@ func Run(ctx context.Context, w io.Writer, b Backend) (err error) {
 	if err != nil {
 		return err
 	}
-	tp, err := exporters.FromEnv(ctx)
+	// The quickstart says where the spans went at the end, so it keeps
+	// only the exporters' warnings (a backend that is down) on stderr.
+	warnings := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	tp, err := exporters.FromEnv(ctx, exporters.WithLogger(warnings))
 	if err != nil {
 		return err
 	}
