@@ -39,7 +39,9 @@
 // export after a crash has them. A snapshotter goroutine writes them, so
 // that neither runs nor journal writes wait for them: the session and the
 // spans at most once per snapshot interval ([WithSnapshotInterval]),
-// backing off when a snapshot is slow; a turn's completion writes the
+// backing off when a snapshot is slow so that snapshots take at most a
+// twentieth of a CPU (a buffer of 2,048 spans under load may thus be
+// snapshotted every few seconds); a turn's completion writes the
 // session itself only while that is cheap (see
 // [Extension.OnTurnComplete]). Artifacts are copied as each tool call ends
 // (hard links when on the same file system, copies otherwise) into

@@ -68,11 +68,12 @@ func (x *Extension) snapshotter() {
 				next = w
 			}
 		}
-		// Each snapshot waits the interval, or twice as long as the last
-		// one took, so that the snapshotter never takes more than a third
-		// of a CPU from the agent and the journal's writer.
+		// Each snapshot waits the interval, or snapshotBackoff times as
+		// long as the last one took, so that the snapshotter never takes
+		// more than a twentieth of a CPU from the agent and the journal's
+		// writer (a big span buffer under load is snapshotted less often).
 		if x.spansDirty.Load() {
-			if w := max(x.cfg.snapshotEvery, 2*spansTook) - time.Since(lastSpans); w > 0 {
+			if w := max(x.cfg.snapshotEvery, snapshotBackoff*spansTook) - time.Since(lastSpans); w > 0 {
 				need(w)
 			} else {
 				lastSpans = time.Now()
@@ -82,7 +83,7 @@ func (x *Extension) snapshotter() {
 			}
 		}
 		if x.sessionDirty.Load() {
-			if w := max(x.cfg.snapshotEvery, 2*sessionTook) - time.Since(x.lastSession()); w > 0 {
+			if w := max(x.cfg.snapshotEvery, snapshotBackoff*sessionTook) - time.Since(x.lastSession()); w > 0 {
 				need(w)
 			} else {
 				start := time.Now()
@@ -96,6 +97,10 @@ func (x *Extension) snapshotter() {
 		}
 	}
 }
+
+// snapshotBackoff bounds the snapshotter's share of a CPU to
+// 1/(1+snapshotBackoff).
+const snapshotBackoff = 19
 
 func (x *Extension) lastSession() time.Time { return time.Unix(0, x.sessAt.Load()) }
 
