@@ -80,8 +80,8 @@ func TestModelResponseRoundTrip(t *testing.T) {
 			{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "c1", Name: "t", Input: json.RawMessage(`{"a":[1,2.5,"x"],"b":null}`)}},
 		}},
 		StopReason: harness.StopToolUse, RawStopReason: "tool_calls",
-		Usage:        harness.Usage{InputTokens: 1, OutputTokens: 2, CacheReadInputTokens: 3, CacheCreationInputTokens: 4, ReasoningTokens: 5},
-		Model:        "m", ID: "resp-1", Provider: "p",
+		Usage: harness.Usage{InputTokens: 1, OutputTokens: 2, CacheReadInputTokens: 3, CacheCreationInputTokens: 4, ReasoningTokens: 5},
+		Model: "m", ID: "resp-1", Provider: "p",
 		FirstChunkAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 		Sent:         harness.RequestParams{Model: "m", MaxTokens: 100, Temperature: 0.5, HasTemperature: true, Stream: true},
 	}
@@ -103,136 +103,141 @@ func TestModelResponseRoundTrip(t *testing.T) {
 // TestKillAfterModelResponse kills the process during the second model
 // request: the first response, recorded, is not requested again.
 func TestKillAfterModelResponse(t *testing.T) {
-	dir := t.TempDir()
-	_, killed := runChild(t, dir, "run", "model", "rm", true)
-	if !killed {
-		t.Fatal("the child was not killed")
-	}
-	if c := counts(t, dir); c["model 1"] != 1 || c["model 2"] != 1 || c["tool fast rm/tool/1/c1"] != 1 {
-		t.Fatalf("before recovery: %v", c)
-	}
-	rt := openFixture(t, dir, true)
-	res, err := rt.Wait(ctxT(t), "rm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != harness.StatusCompleted || res.Text != "done: c1=fast-ok[ok]" {
-		t.Fatalf("result %+v", res)
-	}
-	// Model step 1 and the tool were recorded: not again. Model step 2 died
-	// mid-request: requested again.
-	if c := counts(t, dir); c["model 1"] != 1 || c["model 2"] != 2 || c["tool fast rm/tool/1/c1"] != 1 {
-		t.Fatalf("after recovery: %v", c)
-	}
+	eachBackend(t, func(t *testing.T, dir string) {
+		_, killed := runChild(t, dir, "run", "model", "rm", true)
+		if !killed {
+			t.Fatal("the child was not killed")
+		}
+		if c := counts(t, dir); c["model 1"] != 1 || c["model 2"] != 1 || c["tool fast rm/tool/1/c1"] != 1 {
+			t.Fatalf("before recovery: %v", c)
+		}
+		rt := openFixture(t, dir, true)
+		res, err := rt.Wait(ctxT(t), "rm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != harness.StatusCompleted || res.Text != "done: c1=fast-ok[ok]" {
+			t.Fatalf("result %+v", res)
+		}
+		// Model step 1 and the tool were recorded: not again. Model step 2 died
+		// mid-request: requested again.
+		if c := counts(t, dir); c["model 1"] != 1 || c["model 2"] != 2 || c["tool fast rm/tool/1/c1"] != 1 {
+			t.Fatalf("after recovery: %v", c)
+		}
+	})
 }
 
 func TestKillMidSafeTool(t *testing.T) {
-	dir := t.TempDir()
-	if _, killed := runChild(t, dir, "run", "safe", "rs", true); !killed {
-		t.Fatal("the child was not killed")
-	}
-	rt := openFixture(t, dir, true)
-	res, err := rt.Wait(ctxT(t), "rs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != harness.StatusCompleted || res.Text != "done: c1=safe-ok[ok]" {
-		t.Fatalf("result %+v", res)
-	}
-	if c := counts(t, dir); c["model 1"] != 1 || c["tool safe rs/tool/1/c1"] != 2 || c["model 2"] != 1 {
-		t.Fatalf("counters %v", c)
-	}
+	eachBackend(t, func(t *testing.T, dir string) {
+		if _, killed := runChild(t, dir, "run", "safe", "rs", true); !killed {
+			t.Fatal("the child was not killed")
+		}
+		rt := openFixture(t, dir, true)
+		res, err := rt.Wait(ctxT(t), "rs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != harness.StatusCompleted || res.Text != "done: c1=safe-ok[ok]" {
+			t.Fatalf("result %+v", res)
+		}
+		if c := counts(t, dir); c["model 1"] != 1 || c["tool safe rs/tool/1/c1"] != 2 || c["model 2"] != 1 {
+			t.Fatalf("counters %v", c)
+		}
+	})
 }
 
 func TestKillMidUnsafeTool(t *testing.T) {
-	dir := t.TempDir()
-	if _, killed := runChild(t, dir, "run", "unsafe", "ru", true); !killed {
-		t.Fatal("the child was not killed")
-	}
-	rt := openFixture(t, dir, true)
-	res, err := rt.Wait(ctxT(t), "ru")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != harness.StatusCompleted || !strings.Contains(res.Text, "[interrupted]") || !strings.Contains(res.Text, "outcome of tool \"unsafe\" is unknown") {
-		t.Fatalf("result %+v", res)
-	}
-	if c := counts(t, dir); c["model 1"] != 1 || c["tool unsafe ru/tool/1/c1"] != 1 || c["model 2"] != 1 {
-		t.Fatalf("counters %v", c)
-	}
-	var status harness.ToolStatus
-	for _, m := range res.Messages {
-		for _, p := range m.Content {
-			if p.ToolResult != nil {
-				status = p.ToolResult.Status
+	eachBackend(t, func(t *testing.T, dir string) {
+		if _, killed := runChild(t, dir, "run", "unsafe", "ru", true); !killed {
+			t.Fatal("the child was not killed")
+		}
+		rt := openFixture(t, dir, true)
+		res, err := rt.Wait(ctxT(t), "ru")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != harness.StatusCompleted || !strings.Contains(res.Text, "[interrupted]") || !strings.Contains(res.Text, "outcome of tool \"unsafe\" is unknown") {
+			t.Fatalf("result %+v", res)
+		}
+		if c := counts(t, dir); c["model 1"] != 1 || c["tool unsafe ru/tool/1/c1"] != 1 || c["model 2"] != 1 {
+			t.Fatalf("counters %v", c)
+		}
+		var status harness.ToolStatus
+		for _, m := range res.Messages {
+			for _, p := range m.Content {
+				if p.ToolResult != nil {
+					status = p.ToolResult.Status
+				}
 			}
 		}
-	}
-	if status != harness.ToolInterrupted {
-		t.Fatalf("tool status %q", status)
-	}
+		if status != harness.ToolInterrupted {
+			t.Fatalf("tool status %q", status)
+		}
+	})
 }
 
 func TestKillDuringParallelTools(t *testing.T) {
-	dir := t.TempDir()
-	if _, killed := runChild(t, dir, "run", "par", "rp", true); !killed {
-		t.Fatal("the child was not killed")
-	}
-	rt := openFixture(t, dir, true)
-	res, err := rt.Wait(ctxT(t), "rp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != harness.StatusCompleted || !strings.HasPrefix(res.Text, "done: p1=fast-ok[ok] p2=fast-ok[ok] p3=") || !strings.Contains(res.Text, "[interrupted]") {
-		t.Fatalf("result %+v", res)
-	}
-	c := counts(t, dir)
-	if c["tool fast rp/tool/1/p1"] != 1 || c["tool fast rp/tool/1/p2"] != 1 || c["tool slow rp/tool/1/p3"] != 1 || c["model 1"] != 1 {
-		t.Fatalf("counters %v", c)
-	}
+	eachBackend(t, func(t *testing.T, dir string) {
+		if _, killed := runChild(t, dir, "run", "par", "rp", true); !killed {
+			t.Fatal("the child was not killed")
+		}
+		rt := openFixture(t, dir, true)
+		res, err := rt.Wait(ctxT(t), "rp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != harness.StatusCompleted || !strings.HasPrefix(res.Text, "done: p1=fast-ok[ok] p2=fast-ok[ok] p3=") || !strings.Contains(res.Text, "[interrupted]") {
+			t.Fatalf("result %+v", res)
+		}
+		c := counts(t, dir)
+		if c["tool fast rp/tool/1/p1"] != 1 || c["tool fast rp/tool/1/p2"] != 1 || c["tool slow rp/tool/1/p3"] != 1 || c["model 1"] != 1 {
+			t.Fatalf("counters %v", c)
+		}
+	})
 }
 
 func TestKillWhilePausedOnApproval(t *testing.T) {
-	dir := t.TempDir()
-	out, killed := runChild(t, dir, "pause", "approve", "ra", false)
-	if !killed {
-		t.Fatal("the child was not killed")
-	}
-	var paused runOutput
-	if err := json.Unmarshal([]byte(out), &paused); err != nil || paused.Status != harness.StatusPaused || len(paused.Pending) != 1 {
-		t.Fatalf("child result %q: %v", out, err)
-	}
-	rt := openFixture(t, dir, true)
-	ctx := ctxT(t)
-	p, err := rt.Pending(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Approvals) != 1 || p.Approvals[0].RunID != "ra" || p.Approvals[0].Requests[0].ID != "c1" {
-		t.Fatalf("pending %+v", p)
-	}
-	if _, err := rt.Resume(ctx, "ra", harness.Approve("nope")); !errors.Is(err, ErrInvalidDecision) {
-		t.Fatalf("wrong decision: %v", err)
-	}
-	if _, err := rt.Resume(ctx, "zz"); !errors.Is(err, ErrUnknownRun) {
-		t.Fatalf("unknown run: %v", err)
-	}
-	res, err := rt.Resume(ctx, "ra", harness.Approve("c1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != harness.StatusCompleted || res.Text != "done: c1=deployed[ok]" {
-		t.Fatalf("result %+v", res)
-	}
-	if c := counts(t, dir); c["model 1"] != 1 || c["tool guarded ra/tool/1/c1"] != 1 || c["model 2"] != 1 {
-		t.Fatalf("counters %v", c)
-	}
-	if _, err := rt.Resume(ctx, "ra", harness.Approve("c1")); !errors.Is(err, ErrNotPaused) {
-		t.Fatalf("resume a finished run: %v", err)
-	}
-	if p, err := rt.Pending(ctx); err != nil || len(p.Approvals) != 0 {
-		t.Fatalf("pending after: %+v %v", p, err)
-	}
+	eachBackend(t, func(t *testing.T, dir string) {
+		out, killed := runChild(t, dir, "pause", "approve", "ra", false)
+		if !killed {
+			t.Fatal("the child was not killed")
+		}
+		var paused runOutput
+		if err := json.Unmarshal([]byte(out), &paused); err != nil || paused.Status != harness.StatusPaused || len(paused.Pending) != 1 {
+			t.Fatalf("child result %q: %v", out, err)
+		}
+		rt := openFixture(t, dir, true)
+		ctx := ctxT(t)
+		p, err := rt.Pending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Approvals) != 1 || p.Approvals[0].RunID != "ra" || p.Approvals[0].Requests[0].ID != "c1" {
+			t.Fatalf("pending %+v", p)
+		}
+		if _, err := rt.Resume(ctx, "ra", harness.Approve("nope")); !errors.Is(err, ErrInvalidDecision) {
+			t.Fatalf("wrong decision: %v", err)
+		}
+		if _, err := rt.Resume(ctx, "zz"); !errors.Is(err, ErrUnknownRun) {
+			t.Fatalf("unknown run: %v", err)
+		}
+		res, err := rt.Resume(ctx, "ra", harness.Approve("c1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != harness.StatusCompleted || res.Text != "done: c1=deployed[ok]" {
+			t.Fatalf("result %+v", res)
+		}
+		if c := counts(t, dir); c["model 1"] != 1 || c["tool guarded ra/tool/1/c1"] != 1 || c["model 2"] != 1 {
+			t.Fatalf("counters %v", c)
+		}
+		if _, err := rt.Resume(ctx, "ra", harness.Approve("c1")); !errors.Is(err, ErrNotPaused) {
+			t.Fatalf("resume a finished run: %v", err)
+		}
+		if p, err := rt.Pending(ctx); err != nil || len(p.Approvals) != 0 {
+			t.Fatalf("pending after: %+v %v", p, err)
+		}
+	})
 }
 
 // childReply answers the first open question from a runtime that is not
@@ -278,43 +283,44 @@ func childReply() int {
 }
 
 func TestAskAnsweredFromAnotherProcess(t *testing.T) {
-	dir := t.TempDir()
-	rt := openFixture(t, dir, true)
-	ctx := ctxT(t)
-	type result struct {
-		res *harness.RunResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := rt.Run(ctx, "ask", "go", WithRunID("rq"))
-		done <- result{res, err}
-	}()
-	out, _ := runChild(t, dir, "reply", "", "", false)
-	if !strings.HasPrefix(out, "rq rq/tool/1/c1/ask/1") {
-		t.Fatalf("reply child printed %q", out)
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if r.res.Text != "done: c1=chose blue[ok]" {
-		t.Fatalf("result %+v", r.res)
-	}
-	// The answer is recorded: the same again is fine, another is not.
-	askID := "rq/tool/1/c1/ask/1"
-	if err := rt.Reply(ctx, "rq", askID, harness.Answer{Choice: "blue"}); err != nil {
-		t.Fatalf("same answer again: %v", err)
-	}
-	if err := rt.Reply(ctx, "rq", askID, harness.Answer{Choice: "red"}); !errors.Is(err, ErrAlreadyAnswered) {
-		t.Fatalf("other answer: %v", err)
-	}
-	if err := rt.Reply(ctx, "rq", "nope", harness.Answer{Choice: "red"}); !errors.Is(err, ErrUnknownAsk) {
-		t.Fatalf("unknown ask: %v", err)
-	}
-	if err := rt.Reply(ctx, "zz", "nope", harness.Answer{Choice: "red"}); !errors.Is(err, ErrUnknownRun) {
-		t.Fatalf("unknown run: %v", err)
-	}
+	eachBackend(t, func(t *testing.T, dir string) {
+		rt := openFixture(t, dir, true)
+		ctx := ctxT(t)
+		type result struct {
+			res *harness.RunResult
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := rt.Run(ctx, "ask", "go", WithRunID("rq"))
+			done <- result{res, err}
+		}()
+		out, _ := runChild(t, dir, "reply", "", "", false)
+		if !strings.HasPrefix(out, "rq rq/tool/1/c1/ask/1") {
+			t.Fatalf("reply child printed %q", out)
+		}
+		r := <-done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.res.Text != "done: c1=chose blue[ok]" {
+			t.Fatalf("result %+v", r.res)
+		}
+		// The answer is recorded: the same again is fine, another is not.
+		askID := "rq/tool/1/c1/ask/1"
+		if err := rt.Reply(ctx, "rq", askID, harness.Answer{Choice: "blue"}); err != nil {
+			t.Fatalf("same answer again: %v", err)
+		}
+		if err := rt.Reply(ctx, "rq", askID, harness.Answer{Choice: "red"}); !errors.Is(err, ErrAlreadyAnswered) {
+			t.Fatalf("other answer: %v", err)
+		}
+		if err := rt.Reply(ctx, "rq", "nope", harness.Answer{Choice: "red"}); !errors.Is(err, ErrUnknownAsk) {
+			t.Fatalf("unknown ask: %v", err)
+		}
+		if err := rt.Reply(ctx, "zz", "nope", harness.Answer{Choice: "red"}); !errors.Is(err, ErrUnknownRun) {
+			t.Fatalf("unknown run: %v", err)
+		}
+	})
 }
 
 func TestSession(t *testing.T) {

@@ -185,7 +185,7 @@ func openFixture(t testing.TB, dir string, launch bool, opts ...Option) *Runtime
 
 func openRuntime(dir string, launch bool, opts ...Option) (*Runtime, error) {
 	ctx := context.Background()
-	rt, err := Open(ctx, "sqlite:"+filepath.Join(dir, "runs.db"), append([]Option{WithLogger(quietLogger()), WithPollInterval(20 * time.Millisecond)}, opts...)...)
+	rt, err := Open(ctx, fixtureDSN(dir), append([]Option{WithLogger(quietLogger()), WithPollInterval(20 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
