@@ -120,7 +120,14 @@
 // seam costs nothing.
 //
 // [ContextWithRunID] makes Run use the runtime's ID (its workflow ID), so
-// that a recovered run has the same keys. [ExecutionKey] returns the key
+// that a recovered run has the same keys. [ContextRecovered] tells Run (and
+// Resume) that the runtime executes the run again after a crash, and which
+// attempt this is: run interceptors see [RunInfo.Recovered] and
+// [RunInfo.Attempt], run-start hooks [Event.Recovered] and [Event.Attempt].
+// [RunIDFromContext] and [RunInfoFromContext] return the run a context
+// belongs to, anywhere inside Run or Resume: a tracer's ID generator
+// derives the trace ID from the run ID with it, so that the attempts of a
+// run share one trace (see the exporters and tracing packages). [ExecutionKey] returns the key
 // inside a tool handler or a model request, with or without a runner, for
 // use as an idempotency key with external APIs. [Now] returns the runner's
 // recorded time when it implements [Clock].

@@ -150,8 +150,20 @@ func (DirectRunner) Tools(ctx context.Context, steps []*Step, fn func(ctx contex
 // maxRunIDLen bounds a run ID given with ContextWithRunID.
 const maxRunIDLen = 128
 
-// runIDValue is the value ContextWithRunID stores under scopeKey.
-type runIDValue struct{ id string }
+// runIDValue is the value ContextWithRunID and ContextRecovered store
+// under scopeKey: under that key a tool call or a model request hides it,
+// so that a subagent's run inherits neither.
+type runIDValue struct {
+	id      string
+	hasID   bool
+	attempt int // 0: not set
+}
+
+// nearestRunID returns the runIDValue that is ctx's nearest scope.
+func nearestRunID(ctx context.Context) runIDValue {
+	v, _ := ctx.Value(scopeKey{}).(runIDValue)
+	return v
+}
 
 // ContextWithRunID returns a context under which [Agent.Run] uses id as
 // the run's ID instead of generating one: a durable runtime runs a turn
@@ -163,16 +175,79 @@ type runIDValue struct{ id string }
 // does not inherit the ID: only a context whose nearest run ID, tool call
 // or model request is the ID counts.
 func ContextWithRunID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, scopeKey{}, runIDValue{id})
+	v := nearestRunID(ctx)
+	v.id, v.hasID = id, true
+	return context.WithValue(ctx, scopeKey{}, v)
 }
 
-// runIDFrom returns the run ID set on ctx, "" when none.
-func runIDFrom(ctx context.Context) (id string, set bool, err error) {
-	v, ok := ctx.Value(scopeKey{}).(runIDValue)
-	if !ok {
-		return "", false, nil
+// ContextRecovered returns a context under which [Agent.Run] and
+// [Agent.Resume] know that they execute the run again after its process
+// stopped: attempt counts the executions of the run from 1, so a durable
+// runtime that re-executes a run after a crash passes 2, then 3. The run
+// reports it as [RunInfo.Attempt] and [RunInfo.Recovered] to run
+// interceptors (the tracing extension marks and links the span), and as
+// [Event.Attempt] and [Event.Recovered] on its EventRunStart (the flight
+// recorder records a recovery). An attempt below 2 marks nothing. Like a
+// run ID (see [ContextWithRunID], with which it combines in any order), a
+// subagent's run inside a tool call does not inherit it.
+func ContextRecovered(ctx context.Context, attempt int) context.Context {
+	v := nearestRunID(ctx)
+	v.attempt = attempt
+	return context.WithValue(ctx, scopeKey{}, v)
+}
+
+// runIDFrom returns the run ID set on ctx, "" when none, and the attempt
+// (1 unless ContextRecovered set a later one).
+func runIDFrom(ctx context.Context) (id string, set bool, attempt int, err error) {
+	v := nearestRunID(ctx)
+	attempt = max(v.attempt, 1)
+	if !v.hasID {
+		return "", false, attempt, nil
 	}
-	return v.id, true, validRunID(v.id)
+	return v.id, true, attempt, validRunID(v.id)
+}
+
+// runKey is the context key of the run a context belongs to; unlike
+// scopeKey, a tool call or model request does not hide it (they belong to
+// the run), and a subagent's run replaces it with its own.
+type runKey struct{}
+
+// runScope is the context of a run: the one Run or Resume passes to the
+// run interceptors and the loop. It holds the run's [RunInfo], and costs
+// no allocation beyond the RunInfo's.
+type runScope struct {
+	context.Context
+	info RunInfo
+}
+
+// Value returns the scope for runKey and asks the parent otherwise.
+func (s *runScope) Value(key any) any {
+	if key == (runKey{}) {
+		return s
+	}
+	return s.Context.Value(key)
+}
+
+// RunIDFromContext returns the ID of the run ctx belongs to: inside
+// [Agent.Run] or [Agent.Resume] — run interceptors, turn callbacks, model
+// requests, tool calls, middleware and hooks — the run's ID; elsewhere "".
+// Inside a subagent's run it is the subagent's. A tracer's ID generator
+// can derive a trace ID from it, so that every execution of a run, a
+// recovery after a crash included, lands in one trace.
+func RunIDFromContext(ctx context.Context) string {
+	if s, ok := ctx.Value(runKey{}).(*runScope); ok {
+		return s.info.RunID
+	}
+	return ""
+}
+
+// RunInfoFromContext returns a copy of the [RunInfo] of the run ctx
+// belongs to (see [RunIDFromContext]), and false outside a run.
+func RunInfoFromContext(ctx context.Context) (RunInfo, bool) {
+	if s, ok := ctx.Value(runKey{}).(*runScope); ok {
+		return s.info, true
+	}
+	return RunInfo{}, false
 }
 
 func validRunID(id string) error {

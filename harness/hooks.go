@@ -69,7 +69,13 @@ type Event struct {
 	// Step counts model requests of the run from 1; 0 outside a step.
 	Step int
 
-	Input    string         // EventRunStart: the user message
+	Input string // EventRunStart: the user message
+	// Attempt counts the executions of the run from 1 (EventRunStart); see
+	// [ContextRecovered]. Recovered is Attempt > 1: a durable runtime
+	// executes the run again after a crash.
+	Attempt   int
+	Recovered bool
+
 	Request  *ModelRequest  // model events
 	Response *ModelResponse // EventModelRequestEnd
 	// Duration is the time the model request or tool call took (end events).

@@ -89,6 +89,18 @@ type RunInfo struct {
 	Input string
 	// Resumed is true when the run continues after approvals.
 	Resumed bool
+	// Steps counts the model requests the turn made before this run
+	// began: 0 for Run; on Resume, those before the pause. With RunID,
+	// Resumed and Attempt it names this part of the turn uniquely.
+	Steps int
+	// Attempt counts the executions of the run from 1: a durable runtime
+	// that executes the run again after a crash marks its context with
+	// [ContextRecovered], and the run sees 2, 3….
+	Attempt int
+	// Recovered is Attempt > 1: the run is executed again after the
+	// process that ran it stopped. Steps recorded by the earlier attempts
+	// are replayed by the [StepRunner], not run again.
+	Recovered bool
 }
 
 // RunFunc continues a run with ctx.

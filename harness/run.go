@@ -105,7 +105,7 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 	if a.pending != nil {
 		return nil, ErrPaused
 	}
-	id, set, err := runIDFrom(ctx)
+	id, set, attempt, err := runIDFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +113,11 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 		id = newID()
 	}
 	res := &RunResult{RunID: id, Status: StatusCompleted}
-	info := &RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage}
-	res = a.intercept(ctx, info, func(ctx context.Context) *RunResult {
-		return a.turn(ctx, res, userMessage, nil)
+	rs := &runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage,
+		Attempt: attempt, Recovered: attempt > 1}}
+	info := &rs.info
+	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
+		return a.turn(ctx, res, userMessage, nil, info)
 	})
 	return res, res.Err
 }
@@ -134,7 +136,8 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 	if p == nil {
 		return nil, ErrNotPaused
 	}
-	if id, set, err := runIDFrom(ctx); err != nil {
+	id, set, attempt, err := runIDFrom(ctx)
+	if err != nil {
 		return nil, err
 	} else if set && id != p.RunID {
 		return nil, fmt.Errorf("%w: %q is not the paused run's ID %q", ErrInvalidRunID, id, p.RunID)
@@ -158,9 +161,11 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 	}
 	a.setPending(nil)
 	res := &RunResult{RunID: p.RunID, Status: StatusCompleted, Steps: p.Steps, Usage: p.Usage}
-	info := &RunInfo{Agent: a.cfg.name, RunID: p.RunID, SessionID: a.cfg.sessionID, Resumed: true}
-	res = a.intercept(ctx, info, func(ctx context.Context) *RunResult {
-		return a.turn(ctx, res, p.Input, &resumeState{p: p, decisions: byID})
+	rs := &runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: p.RunID, SessionID: a.cfg.sessionID, Resumed: true,
+		Steps: p.Steps, Attempt: attempt, Recovered: attempt > 1}}
+	info := &rs.info
+	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
+		return a.turn(ctx, res, p.Input, &resumeState{p: p, decisions: byID}, info)
 	})
 	return res, res.Err
 }
@@ -184,10 +189,10 @@ func (a *Agent) intercept(ctx context.Context, info *RunInfo, core RunFunc) *Run
 }
 
 // turn runs a turn or its resumption. It owns runMu.
-func (a *Agent) turn(ctx context.Context, res *RunResult, input string, rs *resumeState) *RunResult {
+func (a *Agent) turn(ctx context.Context, res *RunResult, input string, rs *resumeState, info *RunInfo) *RunResult {
 	s := a.snap.Load()
 	if len(s.hooks[EventRunStart]) > 0 {
-		a.emit(ctx, s, &Event{Type: EventRunStart, RunID: res.RunID, Input: input})
+		a.emit(ctx, s, &Event{Type: EventRunStart, RunID: res.RunID, Input: input, Attempt: info.Attempt, Recovered: info.Recovered})
 	}
 	var msgStart int
 	if rs == nil {
