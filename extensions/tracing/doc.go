@@ -71,6 +71,31 @@
 // call that a durable runtime reports as interrupted by a crash (its outcome
 // is unknown, and it was not run again): harnessx.tool.status=interrupted.
 //
+// # Recovery after a crash
+//
+// A durable runtime (the durable package) executes a run again, under the
+// same run ID, when the process that ran it stopped. Steps it recorded are
+// replayed without their interceptors, so they get no second chat or
+// execute_tool span; the steps that had not finished run, with spans, under
+// the new invoke_agent span. That span carries harnessx.recovered=true and
+// harnessx.run.attempt (2 and up, from [harness.RunInfo.Attempt]).
+//
+// One run is one trace across its attempts when the TracerProvider derives
+// trace IDs from run IDs: exporters.RunTraceIDs, the default of the
+// exporters package's providers, gives the root span of each part of a run
+// (the Run, and each Resume after approvals) a trace ID computed from the
+// run ID and a span ID computed from the run ID, the attempt and the part.
+// The recovered invoke_agent span then has a link, with
+// harnessx.link=previous_attempt and the earlier harnessx.run.attempt, to
+// the root span of the same part of the previous attempt: that span may
+// never have been exported (a crash cuts it short), but the spans it
+// finished before the crash name it as their parent, and the link says
+// where they belong. With another ID generator the attempts get their own
+// traces and the span has no link (the extension uses the OTel API only:
+// the generator is the application's choice). An invoke_agent span that is
+// not a root (a subagent's, or under the application's span) belongs to
+// its parent's trace.
+//
 // # Content capture
 //
 // Prompts, messages, tool arguments and results are recorded by default.

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/runtrace"
 )
 
 // interceptors is the middleware the extension registers: it opens the
@@ -46,8 +47,14 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	// a second copy of a long attribute list.
 	kp := e.getKVs()
 	*kp = append(*kp, semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(info.Agent), KeyRunID.String(info.RunID), conv)
+	if info.Recovered {
+		*kp = append(*kp, KeyRunRecovered.Bool(true), KeyRunAttempt.Int(info.Attempt))
+	}
 	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(*kp...))
 	e.putKVs(kp)
+	if info.Recovered {
+		linkPreviousAttempt(span, info)
+	}
 	e.stats.runs.Add(1)
 	r := e.newRecorder()
 	defer e.release(&r)
@@ -72,6 +79,27 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	}
 	span.End()
 	return res
+}
+
+// linkPreviousAttempt links the invoke_agent span of a recovered run to
+// the root span of the same part (Run, or the Resume after as many steps)
+// of the previous attempt, when the span's trace is the run's derived
+// trace: then the previous attempt's root span had the derived span ID
+// (see exporters.RunTraceIDs). With another ID generator the previous
+// attempt's IDs are unknown, and there is no link.
+func linkPreviousAttempt(span trace.Span, info *harness.RunInfo) {
+	sc := span.SpanContext()
+	if !sc.IsValid() || [16]byte(sc.TraceID()) != runtrace.TraceID(info.RunID) {
+		return
+	}
+	prev := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID:    sc.TraceID(),
+		SpanID:     runtrace.RootSpanID(info.RunID, info.Attempt-1, info.Steps),
+		TraceFlags: sc.TraceFlags(),
+	})
+	span.AddLink(trace.Link{SpanContext: prev, Attributes: []attribute.KeyValue{
+		KeyLink.String(LinkPreviousAttempt), KeyRunAttempt.Int(info.Attempt - 1),
+	}})
 }
 
 func (e *Extension) endRun(span trace.Span, r *recorder, info *harness.RunInfo, res *harness.RunResult) {

@@ -48,6 +48,14 @@ const (
 	KeyRunStatus = attribute.Key("harnessx.run.status")
 	// KeyRunResumed marks a run that continues after approvals.
 	KeyRunResumed = attribute.Key("harnessx.run.resumed")
+	// KeyRunRecovered marks the invoke_agent span of a run that a durable
+	// runtime executes again after a crash (harness.RunInfo.Recovered).
+	KeyRunRecovered = attribute.Key("harnessx.recovered")
+	// KeyRunAttempt counts the executions of a recovered run from 1, on its
+	// invoke_agent span (2 and up) and on the link to the previous attempt.
+	KeyRunAttempt = attribute.Key("harnessx.run.attempt")
+	// KeyLink says what a span link points at: [LinkPreviousAttempt].
+	KeyLink = attribute.Key("harnessx.link")
 	// KeyRunSteps counts the model requests of the turn.
 	KeyRunSteps = attribute.Key("harnessx.run.steps")
 	// KeyRunPending counts the approvals a paused run waits for.
@@ -66,6 +74,10 @@ const (
 	// attribute cap.
 	KeyTruncated = attribute.Key("harnessx.truncated")
 )
+
+// LinkPreviousAttempt is the [KeyLink] value of the link from a recovered
+// run's invoke_agent span to the root span of the previous attempt.
+const LinkPreviousAttempt = "previous_attempt"
 
 // Event names.
 const (
