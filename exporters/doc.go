@@ -20,6 +20,20 @@
 //	defer tp.Shutdown(context.WithoutCancel(ctx))
 //	agent, err := harness.New(..., harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
 //
+// # One run, one trace
+//
+// The providers derive a run's trace ID from its run ID ([RunTraceIDs], the
+// default; [WithIDGenerator] replaces it): the root span a run starts —
+// the tracing extension's invoke_agent span — gets the trace ID
+// SHA-256("harnessx/run/" + run ID)[:16], so the trace of a run is found
+// from its [harness.RunResult.RunID], and a run that a durable runtime
+// executes again after a crash, under the same run ID, continues the same
+// trace; its root span's ID is derived from the run ID and the attempt, so
+// that the recovered run's span can link to the crashed attempt's (see the
+// tracing extension). Only the TracerProvider can choose IDs, which is why
+// this lives here and not in the extension. Spans with a parent, and root
+// spans started outside a run, get random IDs.
+//
 // # A backend that is down
 //
 // Tracing must never slow an agent down. Every backend has a bounded queue

@@ -27,7 +27,8 @@ type Option func(*config)
 //   - stdout writer: os.Stdout;
 //   - queue: 2048 spans per backend, batches of up to 512 spans, sent at
 //     least every 2s; one export may take 10s;
-//   - logger: slog.Default() when the builder is called.
+//   - logger: slog.Default() when the builder is called;
+//   - ID generator: [RunTraceIDs].
 type config struct {
 	serviceName string
 	resource    *sdkresource.Resource
@@ -54,6 +55,8 @@ type config struct {
 
 	processors []sdktrace.SpanProcessor
 	tpOptions  []sdktrace.TracerProviderOption
+	idGen      sdktrace.IDGenerator
+	idGenSet   bool
 }
 
 const (
@@ -174,6 +177,14 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpCli
 // backends' own; the flight recorder's processor is one.
 func WithSpanProcessor(sp sdktrace.SpanProcessor) Option {
 	return func(c *config) { c.processors = append(c.processors, sp) }
+}
+
+// WithIDGenerator sets the provider's ID generator. Default: [RunTraceIDs],
+// which derives a run's trace ID from its run ID. nil gives the SDK's own
+// generator: random IDs for every span. An ID generator given with
+// [WithTracerProviderOptions] takes precedence.
+func WithIDGenerator(g sdktrace.IDGenerator) Option {
+	return func(c *config) { c.idGen, c.idGenSet = g, true }
 }
 
 // WithTracerProviderOptions passes options to sdktrace.NewTracerProvider,

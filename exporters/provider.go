@@ -102,6 +102,12 @@ func newProvider(ctx context.Context, c *config, specs []backendSpec) (*Provider
 	for _, sp := range c.processors {
 		opts = append(opts, sdktrace.WithSpanProcessor(sp))
 	}
+	switch {
+	case !c.idGenSet:
+		opts = append(opts, sdktrace.WithIDGenerator(RunTraceIDs()))
+	case c.idGen != nil:
+		opts = append(opts, sdktrace.WithIDGenerator(c.idGen))
+	}
 	opts = append(opts, c.tpOptions...)
 	p.tp = sdktrace.NewTracerProvider(opts...)
 	return p, nil
