@@ -10,7 +10,14 @@
 // responses (with usage), tool calls and results (status, duration),
 // approvals, errors, hook failures and extension failures as [Event]s,
 // each with the trace and span IDs of the hook's context when tracing is
-// on, the run and session IDs, the agent, the step and the time.
+// on, the run and session IDs, the agent, the step and the time. A run
+// that a durable runtime executes again after a crash
+// ([harness.ContextRecovered]) is recorded with a [KindRecovered] event,
+// before its run_start, both carrying the attempt (2 and up): the journal
+// of a session shows where a run was recovered and, with the tracing
+// extension and a run-derived trace ID (exporters.RunTraceIDs), in which
+// trace — the same as the crashed attempt's. A recovery is not a failure
+// and triggers no incident bundle.
 //
 // Events go to two places: a bounded in-memory ring, and an append-only
 // journal of JSON lines ([Event] encoded, [ParseEvent] decodes them) in

@@ -29,6 +29,7 @@ const (
 	KindHookFailed     Kind = "hook_failed"     // a hook returned an error or panicked
 	KindExtensionError Kind = "extension_error" // an extension failed (a *harness.ExtensionError)
 	KindIncident       Kind = "incident"        // an incident bundle was written: Path, Reason
+	KindRecovered      Kind = "recovered"       // a durable runtime executes the run again after a crash: Attempt
 )
 
 // Event is one recorded fact. It is also the JSON line of the journal and
@@ -41,8 +42,11 @@ type Event struct {
 	SessionID string    `json:"session_id,omitempty"`
 	RunID     string    `json:"run_id,omitempty"`
 	Step      int       `json:"step,omitempty"`
-	TraceID   string    `json:"trace_id,omitempty"`
-	SpanID    string    `json:"span_id,omitempty"`
+	// Attempt counts the executions of a recovered run from 1 (recovered,
+	// and the run_start that follows it); empty for a first execution.
+	Attempt int    `json:"attempt,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 
 	// Status is the run status (run_end) or the tool status (tool_result).
 	Status string `json:"status,omitempty"`
@@ -127,6 +131,7 @@ func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 	dst = appendStr(dst, `,"session_id":`, e.SessionID, nil)
 	dst = appendStr(dst, `,"run_id":`, e.RunID, nil)
 	dst = appendInt(dst, `,"step":`, int64(e.Step))
+	dst = appendInt(dst, `,"attempt":`, int64(e.Attempt))
 	if e.TraceID == "" && e.sc.IsValid() {
 		tid, sid := e.sc.TraceID(), e.sc.SpanID()
 		dst = append(dst, `,"trace_id":"`...)

@@ -409,6 +409,14 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 	e.sc = trace.SpanContextFromContext(ctx)
 	switch ev.Type {
 	case harness.EventRunStart:
+		if ev.Recovered {
+			// A recovery is a fact of its own, recorded before the run's
+			// start so that a timeline reads "recovered, attempt n".
+			re := e
+			re.Kind, re.Attempt = KindRecovered, ev.Attempt
+			x.record(&re)
+			e.Attempt = ev.Attempt
+		}
 		e.Kind = KindRunStart
 		x.setText(&e, ev.Input)
 		x.sessionDirty.Store(true)

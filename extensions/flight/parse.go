@@ -220,6 +220,8 @@ func (p *parser) field(key []byte, e *Event) bool {
 		return setStr(&e.RunID)
 	case "step":
 		return setInt(&e.Step)
+	case "attempt":
+		return setInt(&e.Attempt)
 	case "trace_id":
 		return setStr(&e.TraceID)
 	case "span_id":

@@ -12,7 +12,7 @@ import (
 // writes.
 func FuzzParseEvent(f *testing.F) {
 	full := Event{Seq: 7, Time: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC), Kind: KindToolResult, Agent: "a", SessionID: "s",
-		RunID: "r", Step: 2, TraceID: "t", SpanID: "p", Status: "ok", Duration: 5, Model: "m", Provider: "pr", ResponseID: "id",
+		RunID: "r", Step: 2, Attempt: 3, TraceID: "t", SpanID: "p", Status: "ok", Duration: 5, Model: "m", Provider: "pr", ResponseID: "id",
 		StopReason: "end_turn", Messages: 3, Prefix: "ab", InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3,
 		CacheCreationTokens: 4, ReasoningTokens: 5, Tool: "t", CallID: "c", Text: "héllo\n\"x\"\t\u2028", Size: 9, Truncated: true,
 		Error: "e", ErrorType: "*x", Extension: "x", Op: "o", FailedEvent: "run_start", Reason: "why", Path: "/p"}
@@ -62,4 +62,23 @@ func validUTF8Fields(e Event) bool {
 	json.Unmarshal(b, &back)
 	back.Time, e.Time = time.Time{}, time.Time{}
 	return reflect.DeepEqual(back, e)
+}
+
+// TestAttemptRoundTrip checks that the encoder writes the attempt under
+// encoding/json's key and that both decoders read it back.
+func TestAttemptRoundTrip(t *testing.T) {
+	e := Event{Seq: 1, Time: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC), Kind: KindRecovered, RunID: "r", Attempt: 2}
+	line := appendEvent(nil, &e, nil)
+	var slow Event
+	if err := json.Unmarshal(line, &slow); err != nil || slow.Attempt != 2 {
+		t.Fatalf("encoding/json: %+v %v (%s)", slow, err, line)
+	}
+	fast, err := ParseEvent(line)
+	if err != nil || fast.Attempt != 2 || fast.Kind != KindRecovered {
+		t.Fatalf("ParseEvent: %+v %v", fast, err)
+	}
+	want, _ := json.Marshal(&e)
+	if string(want)+"\n" != string(line) {
+		t.Errorf("appendEvent\n%s\nencoding/json\n%s", line, want)
+	}
 }
