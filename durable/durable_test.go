@@ -22,6 +22,8 @@ func TestMain(m *testing.M) {
 		os.Exit(child())
 	case "reply":
 		os.Exit(childReply())
+	case "worker":
+		os.Exit(childWorker())
 	}
 	goleak.VerifyTestMain(m, goleakOptions()...)
 }

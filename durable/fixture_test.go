@@ -30,7 +30,17 @@ const (
 	envKill  = "HX_KILL"
 	envRun   = "HX_RUN"
 	envAgent = "HX_AGENT"
+	envExec  = "HX_EXECUTOR" // worker mode: the executor ID
 )
+
+// executor is the process's executor ID in the counters ("local" but in
+// a worker child).
+func executor() string {
+	if e := os.Getenv(envExec); e != "" {
+		return e
+	}
+	return DefaultExecutorID
+}
 
 // count appends a line to dir/counters.
 func count(dir, line string) {
@@ -98,12 +108,13 @@ func results(req *harness.ModelRequest) string {
 }
 
 // agents are the fixture's agent names.
-var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask"}
+var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "work"}
 
 func factory(dir, agent string) Factory {
 	return func(ctx context.Context) ([]harness.Option, error) {
 		provider := harness.ProviderFunc(func(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
 			count(dir, fmt.Sprintf("model %d", req.Step))
+			count(dir, "by "+executor()+" "+harness.ExecutionKey(ctx))
 			if req.Step == 1 {
 				switch agent {
 				case "safe", "unsafe", "model":
@@ -116,6 +127,8 @@ func factory(dir, agent string) Factory {
 					return callMsg(harnesstest.Call("c1", "guarded", map[string]any{})), nil
 				case "ask":
 					return callMsg(harnesstest.Call("c1", "asker", map[string]any{})), nil
+				case "work":
+					return callMsg(harnesstest.Call("c1", "work", map[string]any{})), nil
 				}
 			}
 			if agent == "model" {
@@ -154,6 +167,14 @@ func factory(dir, agent string) Factory {
 				return "slow-ok", nil
 			}),
 			guarded,
+			tool("work", harness.ReplaySafe, false, func(ctx context.Context) (string, error) {
+				// "in" and "out" lines around a short wait: the test reads
+				// each worker's concurrency from their order.
+				count(dir, "in "+executor()+" "+harness.ExecutionKey(ctx))
+				time.Sleep(300 * time.Millisecond)
+				count(dir, "out "+executor()+" "+harness.ExecutionKey(ctx))
+				return "work-ok", nil
+			}),
 			tool("asker", harness.ReplaySafe, false, func(ctx context.Context) (string, error) {
 				a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "which?", Options: []string{"red", "blue"}})
 				if err != nil {

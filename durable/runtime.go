@@ -55,6 +55,9 @@ type config struct {
 	executorID string
 	logger     *slog.Logger
 	queue      string
+	workers    int
+	lease      time.Duration
+	leaseSet   bool
 	poll       time.Duration
 }
 
@@ -90,11 +93,34 @@ func WithExecutorID(id string) Option { return func(c *config) { c.executorID = 
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithQueue enqueues runs on the named DBOS queue instead of running them
-// in the process that calls [Runtime.Run]: any launched runtime of the
-// same application name and version that listens to the queue may run
-// them. It is the seam for a multi-worker supervisor; the queue is
-// registered with DBOS defaults (no concurrency limit).
+// in the process that calls [Runtime.Run] or [Runtime.Submit]: every
+// launched runtime of the same application name and version with this
+// option is a worker that listens to the queue and runs them, and the
+// runtimes that only submit need not launch. A launched runtime with a
+// queue also heartbeats and supervises the other workers ([WithLease]).
 func WithQueue(name string) Option { return func(c *config) { c.queue = name } }
+
+// WithWorkerConcurrency limits how many runs of the queue ([WithQueue])
+// one worker runs at once (default 0: no limit). DBOS stores the limit
+// with the queue in the database, not per process: give every worker the
+// same limit (the last worker of the newest version to launch sets it).
+// A run paused on approvals, or waiting in a tool for an answer, holds
+// its slot.
+func WithWorkerConcurrency(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithLease sets how long a worker may go without a heartbeat before the
+// other workers consider it dead and resume its pending runs (default
+// [DefaultLease], 30s). Each launched worker writes its heartbeat every
+// lease/3 into a table of its own in the same database, and checks the
+// others' as often. The lease runs in every launched runtime with
+// [WithQueue]; WithLease turns it on without a queue too (the runs of a
+// dead worker are then resumed on DBOS's internal queue), and a negative
+// or zero d turns it off. A lease shorter than a stall of a live worker
+// (a long GC pause, a suspended VM) moves runs that are still running:
+// see the package documentation.
+func WithLease(d time.Duration) Option {
+	return func(c *config) { c.lease, c.leaseSet = d, true }
+}
 
 // WithPollInterval sets how often [Runtime.Wait] and its callers look at
 // the database for a run's progress made by another process (default
@@ -120,7 +146,9 @@ type Runtime struct {
 	dctx   dbos.Context
 	cfg    config
 	runner *runner
-	queue  *dbos.Queue
+	queue  string // the runs' queue; "" runs them where they start
+	dsn    string
+	super  *supervisor
 
 	mu       sync.Mutex
 	agents   map[string]Factory
@@ -140,7 +168,7 @@ type Runtime struct {
 // ([ErrForeignDatabase]), or whose schema is newer than this build's
 // ([ErrSchemaTooNew]) is refused untouched.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
-	cfg := config{appName: DefaultAppName, appVersion: DefaultAppVersion, executorID: DefaultExecutorID, poll: 100 * time.Millisecond}
+	cfg := config{appName: DefaultAppName, appVersion: DefaultAppVersion, executorID: DefaultExecutorID, poll: 100 * time.Millisecond, lease: DefaultLease}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -158,29 +186,35 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	dctx, err := dbos.NewContext(ctx, dbos.Config{
-		AppName:            cfg.appName,
-		DatabaseURL:        dsn,
-		ApplicationVersion: cfg.appVersion,
-		ExecutorID:         cfg.executorID,
-		Logger:             cfg.logger,
-	})
+	var dctx dbos.Context
+	var err error
+	for attempt := 1; ; attempt++ {
+		dctx, err = dbos.NewContext(ctx, dbos.Config{
+			AppName:            cfg.appName,
+			DatabaseURL:        dsn,
+			ApplicationVersion: cfg.appVersion,
+			ExecutorID:         cfg.executorID,
+			Logger:             cfg.logger,
+		})
+		if err == nil || attempt == 5 || !migrationRace(err) {
+			break
+		}
+		// Several processes opened a new Postgres database at once, and
+		// another one's migration won: the schema is there, or soon.
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("durable: open %s: %w", redactDSN(dsn), err)
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("durable: open %s: %w", redactDSN(dsn), err)
 	}
-	rt := &Runtime{dctx: dctx, cfg: cfg, agents: map[string]Factory{}, changed: make(chan struct{})}
+	rt := &Runtime{dctx: dctx, cfg: cfg, queue: cfg.queue, dsn: dsn, agents: map[string]Factory{}, changed: make(chan struct{})}
 	rt.runner = &runner{rt: rt}
 	dbos.RegisterWorkflow(dctx, rt.runWorkflow, dbos.WithWorkflowName(runWorkflowName))
 	dbos.RegisterWorkflow(dctx, askWorkflow, dbos.WithWorkflowName(askWorkflowName))
 	dbos.RegisterWorkflow(dctx, approvalWorkflow, dbos.WithWorkflowName(approvalWorkflowName))
-	if cfg.queue != "" {
-		q, err := dbos.RegisterQueue(dctx, cfg.queue)
-		if err != nil {
-			_ = dbos.Shutdown(dctx, 5*time.Second)
-			return nil, fmt.Errorf("durable: register queue %q: %w", cfg.queue, err)
-		}
-		rt.queue = &q
-	}
 	return rt, nil
 }
 
@@ -204,8 +238,11 @@ func (rt *Runtime) Register(name string, f Factory) error {
 
 // Launch starts the runtime and recovers the runs this executor (same
 // executor ID, application name and version) left pending: they continue
-// from their last recorded step, in the background. It may be called
-// once.
+// from their last recorded step, in the background. With [WithQueue] the
+// runtime becomes a worker: it registers the queue (with
+// [WithWorkerConcurrency]), runs the queue's runs, heartbeats, and
+// resumes the runs of workers whose lease expired ([WithLease]). It may
+// be called once.
 func (rt *Runtime) Launch(ctx context.Context) error {
 	rt.mu.Lock()
 	if rt.closed {
@@ -218,8 +255,27 @@ func (rt *Runtime) Launch(ctx context.Context) error {
 	}
 	rt.launched = true
 	rt.mu.Unlock()
+	if rt.queue != "" {
+		var qopts []dbos.QueueOption
+		if rt.cfg.workers > 0 {
+			qopts = append(qopts, dbos.WithWorkerConcurrency(rt.cfg.workers))
+		}
+		if _, err := dbos.RegisterQueue(rt.dctx, rt.queue, qopts...); err != nil {
+			return fmt.Errorf("durable: register queue %q: %w", rt.queue, err)
+		}
+		dbos.ListenQueues(rt.dctx, rt.queue)
+	}
 	if err := dbos.Launch(rt.dctx); err != nil {
 		return fmt.Errorf("durable: launch: %w", err)
+	}
+	if rt.cfg.lease > 0 && (rt.queue != "" || rt.cfg.leaseSet) {
+		s, err := startSupervisor(ctx, rt, rt.dsn)
+		if err != nil {
+			return fmt.Errorf("durable: launch: %w", err)
+		}
+		rt.mu.Lock()
+		rt.super = s
+		rt.mu.Unlock()
 	}
 	return nil
 }
@@ -235,6 +291,9 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		return rt.closeErr
 	}
 	rt.closed = true
+	if rt.super != nil {
+		rt.super.stop() // no heartbeat from here on: the others may resume what stays pending
+	}
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), time.Millisecond)
@@ -326,60 +385,92 @@ func (e *RunError) Error() string { return e.Msg }
 // Run starts a durable run of the agent registered under agent with the
 // user's input and waits until it finishes or pauses on approvals (status
 // paused, the approvals in Pending; continue it with [Runtime.Resume]).
-// The run executes in this process (or, with [WithQueue], in a worker);
-// if the process stops, the run stays in the database and the next
-// Launch recovers it. Cancelling ctx stops the wait, not the run: use
+// The run executes in this process, which must be launched, or with
+// [WithQueue] in a worker (this runtime then need not be launched); if
+// the process running it stops, the run stays in the database and is
+// recovered. Cancelling ctx stops the wait, not the run: use
 // [Runtime.Wait] to wait again. A failed or cancelled run returns its
 // error, as [harness.Agent.Run] does.
 func (rt *Runtime) Run(ctx context.Context, agent, input string, opts ...RunOption) (*harness.RunResult, error) {
+	runID, h, err := rt.start(agent, input, opts)
+	if err != nil {
+		return nil, err
+	}
+	return rt.await(ctx, runID, h, dbos.WithHandlePollingInterval(rt.cfg.poll))
+}
+
+// Submit starts a durable run as [Runtime.Run] does and returns its ID
+// without waiting: [Runtime.Wait] waits for it, from any process. With
+// [WithQueue] it enqueues the run for the workers and works without
+// Launch (a process that only submits runs should not launch); the agent
+// need not be registered in this process then, only in the workers.
+// Without a queue the runtime must be launched, and the run executes in
+// this process, in the background.
+func (rt *Runtime) Submit(ctx context.Context, agent, input string, opts ...RunOption) (string, error) {
+	runID, _, err := rt.start(agent, input, opts)
+	return runID, err
+}
+
+// start starts a run: a workflow in this process, or enqueued.
+func (rt *Runtime) start(agent, input string, opts []RunOption) (string, dbos.WorkflowHandle[runOutput], error) {
 	rt.mu.Lock()
 	launched, closed, f := rt.launched, rt.closed, rt.agents[agent]
 	rt.mu.Unlock()
 	switch {
 	case closed:
-		return nil, ErrClosed
-	case !launched:
-		return nil, ErrNotLaunched
-	case f == nil:
-		return nil, fmt.Errorf("%w: %q", ErrUnknownAgent, agent)
+		return "", nil, ErrClosed
+	case rt.queue == "" && !launched:
+		return "", nil, ErrNotLaunched
+	case agent == "" || f == nil && (rt.queue == "" || launched):
+		return "", nil, fmt.Errorf("%w: %q", ErrUnknownAgent, agent)
 	}
 	var rc runConfig
 	for _, o := range opts {
 		o(&rc)
 	}
 	in := runInput{Agent: agent, Input: input}
-	wopts := []dbos.WorkflowOption{}
-	if rt.queue != nil {
-		wopts = append(wopts, dbos.WithQueue(*rt.queue))
-	}
+	reject := false
 	switch {
 	case rc.session != "" && rc.runID != "":
-		return nil, errors.New("durable: WithRunID and WithSession exclude each other: a session names its runs")
+		return "", nil, errors.New("durable: WithRunID and WithSession exclude each other: a session names its runs")
 	case rc.session != "":
 		if strings.Contains(rc.session, "/") {
-			return nil, fmt.Errorf("durable: session ID %q contains \"/\"", rc.session)
+			return "", nil, fmt.Errorf("durable: session ID %q contains \"/\"", rc.session)
 		}
 		id, data, err := rt.sessionState(rc.session)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		rc.runID, in.SessionID, in.Session = id, rc.session, data
-		wopts = append(wopts, dbos.WithWorkflowIDReusePolicy(dbos.WorkflowIDReusePolicyReject))
+		reject = true
 	case rc.runID == "":
 		rc.runID = newRunID()
 	}
 	if err := checkRunID(rc.runID); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	wopts = append(wopts, dbos.WithWorkflowID(rc.runID))
-	h, err := dbos.RunWorkflow(rt.dctx, rt.runWorkflow, in, wopts...)
+	var h dbos.WorkflowHandle[runOutput]
+	var err error
+	if rt.queue != "" {
+		eopts := []dbos.EnqueueOption{dbos.WithEnqueueWorkflowID(rc.runID)}
+		if reject {
+			eopts = append(eopts, dbos.WithEnqueueWorkflowIDReusePolicy(dbos.WorkflowIDReusePolicyReject))
+		}
+		h, err = dbos.Enqueue[runOutput](rt.dctx, rt.queue, runWorkflowName, in, eopts...)
+	} else {
+		wopts := []dbos.WorkflowOption{dbos.WithWorkflowID(rc.runID)}
+		if reject {
+			wopts = append(wopts, dbos.WithWorkflowIDReusePolicy(dbos.WorkflowIDReusePolicyReject))
+		}
+		h, err = dbos.RunWorkflow(rt.dctx, rt.runWorkflow, in, wopts...)
+	}
 	if err != nil {
 		if errors.Is(err, dbos.ErrWorkflowIDInUse) {
-			return nil, fmt.Errorf("%w: session %q, run %s started meanwhile", ErrSessionBusy, rc.session, rc.runID)
+			return "", nil, fmt.Errorf("%w: session %q, run %s started meanwhile", ErrSessionBusy, rc.session, rc.runID)
 		}
-		return nil, fmt.Errorf("durable: start run %s: %w", rc.runID, err)
+		return "", nil, fmt.Errorf("durable: start run %s: %w", rc.runID, err)
 	}
-	return rt.await(ctx, rc.runID, h)
+	return rc.runID, h, nil
 }
 
 // await waits for the run's outcome through its handle, or for its pause.
@@ -591,6 +682,22 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		out.Session = data
 	}
 	return out, nil
+}
+
+// migrationRace tells a failed DBOS migration that lost a race with
+// another process migrating the same new Postgres database (duplicate
+// type, table, schema or object; a deadlock or serialization failure).
+func migrationRace(err error) bool {
+	msg := err.Error()
+	if !strings.Contains(msg, "migration") {
+		return false
+	}
+	for _, code := range []string{"23505", "42P07", "42710", "42P06", "40P01", "40001", "55P03"} {
+		if strings.Contains(msg, "SQLSTATE "+code) {
+			return true
+		}
+	}
+	return false
 }
 
 func newRunID() string {

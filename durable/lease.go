@@ -1,0 +1,246 @@
+package durable
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the lease table on Postgres
+)
+
+// DefaultLease is how long a worker may go without a heartbeat before the
+// other workers resume its runs (see [WithLease]).
+const DefaultLease = 30 * time.Second
+
+// The lease: every launched worker (a runtime with [WithQueue], or with
+// [WithLease]) writes a heartbeat row into a small table of its own in
+// the same database — "harnessx.workers" on Postgres (schema "harnessx"),
+// "harnessx_workers" on SQLite — every lease/3. The same loop looks for
+// workers of its application name and version whose heartbeat is older
+// than the lease, claims each such worker in one UPDATE (so that of two
+// supervisors only one gets it), resumes its pending runs on the queue
+// (dbos.ResumeWorkflows), and deletes its row. DBOS has no heartbeat of
+// its own: without this, the runs of a dead executor wait until a process
+// with the same executor ID launches again.
+
+type leaseDB struct {
+	db       *sql.DB
+	table    string
+	postgres bool
+}
+
+// nowMs is the database's clock in Unix milliseconds: every worker
+// compares heartbeats against one clock, not against its own.
+func (l *leaseDB) nowMs() string {
+	if l.postgres {
+		return "(extract(epoch from clock_timestamp()) * 1000)::bigint"
+	}
+	return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+}
+
+var numbered = regexp.MustCompile(`\$([0-9]+)`)
+
+// q renders a query: $N placeholders are Postgres's; SQLite takes ?N.
+func (l *leaseDB) q(query string) string {
+	query = strings.ReplaceAll(query, "{T}", l.table)
+	query = strings.ReplaceAll(query, "{NOW}", l.nowMs())
+	if !l.postgres {
+		query = numbered.ReplaceAllString(query, "?$1")
+	}
+	return query
+}
+
+func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
+	l := &leaseDB{}
+	var err error
+	if path, ok := sqlitePath(dsn); ok {
+		l.table = "harnessx_workers"
+		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	} else if strings.HasPrefix(dsn, "sqlite:") {
+		return nil, errors.New("durable: the lease needs a database file or Postgres, not an in-memory SQLite database")
+	} else {
+		l.table, l.postgres = "harnessx.workers", true
+		l.db, err = sql.Open("pgx", dsn)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.db.SetMaxOpenConns(2)
+	schema := ""
+	if l.postgres {
+		schema = "CREATE SCHEMA IF NOT EXISTS harnessx;\n"
+	}
+	stmts := schema + `CREATE TABLE IF NOT EXISTS {T} (
+	app_name     TEXT NOT NULL,
+	executor_id  TEXT NOT NULL,
+	app_version  TEXT NOT NULL,
+	last_seen_ms BIGINT NOT NULL,
+	claimed_by   TEXT,
+	claimed_ms   BIGINT,
+	PRIMARY KEY (app_name, executor_id)
+)`
+	for _, s := range strings.Split(l.q(stmts), ";\n") {
+		if _, err := l.db.ExecContext(ctx, s); err != nil {
+			// Two workers creating the schema at once on Postgres: one
+			// may fail on the catalog's unique index; the table is there.
+			if _, err2 := l.db.ExecContext(ctx, l.q("SELECT 1 FROM {T} LIMIT 1")); err2 != nil {
+				l.db.Close()
+				return nil, fmt.Errorf("durable: create the lease table: %w", err)
+			}
+		}
+	}
+	return l, nil
+}
+
+// beat records that executor is alive, and clears a claim on it: a worker
+// that was only slow takes its row back (its runs may have moved already).
+func (l *leaseDB) beat(ctx context.Context, app, executor, version string) error {
+	_, err := l.db.ExecContext(ctx, l.q(`INSERT INTO {T} (app_name, executor_id, app_version, last_seen_ms) VALUES ($1, $2, $3, {NOW})
+ON CONFLICT (app_name, executor_id) DO UPDATE SET app_version = excluded.app_version, last_seen_ms = excluded.last_seen_ms, claimed_by = NULL, claimed_ms = NULL`),
+		app, executor, version)
+	return err
+}
+
+// claim takes the workers of app and version, other than me, whose
+// heartbeat is older than lease and which nobody claimed within ttl (a
+// supervisor that died while resuming a worker's runs leaves its claim,
+// which another takes over after ttl). One statement: of two supervisors,
+// one gets each worker.
+func (l *leaseDB) claim(ctx context.Context, app, version, me string, lease, ttl time.Duration) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, l.q(`UPDATE {T} SET claimed_by = $1, claimed_ms = {NOW}
+WHERE app_name = $2 AND app_version = $3 AND executor_id <> $1 AND last_seen_ms < {NOW} - $4
+  AND (claimed_by IS NULL OR claimed_ms < {NOW} - $5)
+RETURNING executor_id`), me, app, version, lease.Milliseconds(), ttl.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var dead []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		dead = append(dead, id)
+	}
+	return dead, rows.Err()
+}
+
+// release deletes a dead worker's row once its runs were resumed, unless
+// it came back meanwhile (its heartbeat cleared the claim).
+func (l *leaseDB) release(ctx context.Context, app, executor, me string) error {
+	_, err := l.db.ExecContext(ctx, l.q(`DELETE FROM {T} WHERE app_name = $1 AND executor_id = $2 AND claimed_by = $3`), app, executor, me)
+	return err
+}
+
+// supervisor runs the heartbeat and the lease checks of a launched runtime.
+type supervisor struct {
+	rt     *Runtime
+	db     *leaseDB
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func startSupervisor(ctx context.Context, rt *Runtime, dsn string) (*supervisor, error) {
+	db, err := openLeaseDB(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	s := &supervisor{rt: rt, db: db}
+	c := rt.cfg
+	if err := db.beat(ctx, c.appName, c.executorID, c.appVersion); err != nil {
+		db.db.Close()
+		return nil, fmt.Errorf("durable: heartbeat: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Go(func() { s.loop(lctx) })
+	return s, nil
+}
+
+func (s *supervisor) loop(ctx context.Context) {
+	c := s.rt.cfg
+	tick := time.NewTicker(max(c.lease/3, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := s.db.beat(ctx, c.appName, c.executorID, c.appVersion); err != nil && ctx.Err() == nil {
+			c.logger.Warn("durable: heartbeat failed", "executor_id", c.executorID, "error", err)
+		}
+		if err := s.supervise(ctx); err != nil && ctx.Err() == nil {
+			c.logger.Warn("durable: lease check failed", "executor_id", c.executorID, "error", err)
+		}
+	}
+}
+
+// supervise resumes the pending runs of the workers whose lease expired.
+func (s *supervisor) supervise(ctx context.Context) error {
+	c := s.rt.cfg
+	dead, err := s.db.claim(ctx, c.appName, c.appVersion, c.executorID, c.lease, max(c.lease, time.Minute))
+	if err != nil {
+		return err
+	}
+	for _, ex := range dead {
+		n, err := s.rt.resumeExecutor(ex)
+		if err != nil {
+			return fmt.Errorf("resume the runs of executor %q: %w", ex, err)
+		}
+		c.logger.Warn("durable: a worker's lease expired; its runs were resumed", "dead_executor", ex, "runs", n, "executor_id", c.executorID)
+		if err := s.db.release(ctx, c.appName, ex, c.executorID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *supervisor) stop() {
+	s.cancel()
+	s.wg.Wait()
+	s.db.db.Close()
+}
+
+// resumeExecutor re-enqueues the pending workflows that executor ex
+// recorded under this runtime's application name and version: runs on
+// the runtime's queue (so that its concurrency limit holds), parked
+// questions and approvals on DBOS's internal queue (they wait, and must
+// not take a worker's slot). It returns how many it resumed.
+func (rt *Runtime) resumeExecutor(ex string) (int, error) {
+	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterStatus(dbos.WorkflowStatusPending), dbos.WithFilterExecutorIDs(ex),
+		dbos.WithFilterAppVersion(rt.cfg.appVersion), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return 0, err
+	}
+	var runs, parked []string
+	for _, w := range ws {
+		if w.Name == runWorkflowName {
+			runs = append(runs, w.ID)
+		} else {
+			parked = append(parked, w.ID)
+		}
+	}
+	if len(parked) > 0 {
+		if _, err := dbos.ResumeWorkflows[any](rt.dctx, parked); err != nil {
+			return 0, err
+		}
+	}
+	if len(runs) > 0 {
+		var opts []dbos.ResumeWorkflowOption
+		if rt.queue != "" {
+			opts = append(opts, dbos.WithResumeQueue(rt.queue))
+		}
+		if _, err := dbos.ResumeWorkflows[any](rt.dctx, runs, opts...); err != nil {
+			return 0, err
+		}
+	}
+	return len(runs) + len(parked), nil
+}
