@@ -27,12 +27,27 @@ func benchFactory(ctx context.Context) ([]harness.Option, error) {
 	return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tool)}, nil
 }
 
-// BenchmarkDurableRun is one durable run on SQLite: model → tool → model,
-// recorded (four steps: the tool's marker and outcome), and the wait for
-// its result. Compare with BenchmarkDBOSFloor.
+// benchDSN is a fresh database of the backend for a benchmark.
+func benchDSN(b *testing.B, backend string) string {
+	if backend == "postgres" {
+		return freshPostgres(b)
+	}
+	return "sqlite:" + filepath.Join(b.TempDir(), "runs.db")
+}
+
+// BenchmarkDurableRun is one durable run on SQLite and on Postgres
+// (HARNESSX_POSTGRES_DSN): model → tool → model, recorded (four steps:
+// the tool's marker and outcome), and the wait for its result. Compare
+// with BenchmarkDBOSFloor.
 func BenchmarkDurableRun(b *testing.B) {
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) { benchDurableRun(b, benchDSN(b, backend)) })
+	}
+}
+
+func benchDurableRun(b *testing.B, dsn string) {
 	ctx := context.Background()
-	rt, err := Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "runs.db"), WithLogger(quietLogger()))
+	rt, err := Open(ctx, dsn, WithLogger(quietLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,10 +99,16 @@ func floorWorkflow(ctx dbos.Context, in string) (string, error) {
 }
 
 // BenchmarkDBOSFloor is the floor: the same three steps in a bare DBOS
-// workflow on SQLite, started and awaited.
+// workflow on SQLite and on Postgres, started and awaited.
 func BenchmarkDBOSFloor(b *testing.B) {
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) { benchDBOSFloor(b, benchDSN(b, backend)) })
+	}
+}
+
+func benchDBOSFloor(b *testing.B, dsn string) {
 	ctx := context.Background()
-	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "floor", DatabaseURL: "sqlite:" + filepath.Join(b.TempDir(), "floor.db"),
+	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "floor", DatabaseURL: dsn,
 		ApplicationVersion: "floor-1", ExecutorID: "local", Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
