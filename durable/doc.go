@@ -34,7 +34,8 @@
 // ("postgres://user:pass@host:5432/db?sslmode=disable", or key=value)
 // serves several machines with the same code; the role needs to create
 // the database (or it exists) and the "dbos" schema, or the schema is
-// migrated beforehand with DBOS's CLI. Open refuses a file that is not a
+// migrated beforehand with DBOS's CLI. Several processes may open a new
+// Postgres database at once: one migrates it, the others retry. Open refuses a file that is not a
 // SQLite database ([ErrNotDatabase]), another application's database
 // ([ErrForeignDatabase]) and a schema newer than this build
 // ([ErrSchemaTooNew]) without writing to them.
@@ -50,11 +51,66 @@
 // — and a process that only answers questions or approvals (a CLI) should
 // not Launch at all: Resume, Reply, Pending and Wait work without it, and
 // a launched process with another's ID would run that one's runs too. A
-// dead worker whose ID never returns leaves its runs pending: resuming
-// them elsewhere is a supervisor's job, not done here ([WithQueue] is the
-// seam). The version is pinned, unlike DBOS's default (a hash of the
-// binary, which strands every pending run after a rebuild); bump it when
-// a change makes recorded runs replay differently.
+// dead worker whose ID never returns leaves its runs pending until the
+// lease moves them (next section). The version is pinned, unlike DBOS's
+// default (a hash of the binary, which strands every pending run after a
+// rebuild); bump it when a change makes recorded runs replay differently:
+// workers dequeue and resume only runs of their own version.
+//
+// # Several machines
+//
+// Several worker processes on one database (Postgres across machines;
+// SQLite only for processes of one host) share the runs through a DBOS
+// queue:
+//
+//	// every worker, each with a unique, stable executor ID:
+//	rt, _ := durable.Open(ctx, dsn, durable.WithExecutorID(host),
+//		durable.WithQueue("runs"), durable.WithWorkerConcurrency(4))
+//	rt.Register("support", factory)
+//	rt.Launch(ctx)
+//	// a client (an API server, a CLI), which does not Launch:
+//	cl, _ := durable.Open(ctx, dsn, durable.WithExecutorID("api-1"), durable.WithQueue("runs"))
+//	id, _ := cl.Submit(ctx, "support", "hello") // or cl.Run, which also waits
+//	res, _ := cl.Wait(ctx, id)
+//
+// [Runtime.Submit] and [Runtime.Run] enqueue the run; a launched worker
+// with the queue dequeues it when it has a free slot
+// ([WithWorkerConcurrency]: a limit per worker, stored with the queue in
+// the database, so give every worker the same) and runs it; the queue is
+// polled about once a second. A run that waits for an approval or an
+// answer keeps its slot.
+//
+// DBOS recovers at Launch only the runs of the executor ID that launches.
+// For a worker that dies and does not come back, the runtime keeps a
+// lease: every launched worker with a queue (or with [WithLease]) writes
+// a heartbeat every lease/3 into a table of its own in the same database
+// ("harnessx.workers" on Postgres, "harnessx_workers" on SQLite), and
+// checks the others' as often. A worker of the same application name and
+// version whose heartbeat is older than the lease ([WithLease], default
+// 30s, measured on the database's clock) is claimed by one supervisor in
+// one UPDATE, its pending runs are resumed on the queue
+// (dbos.ResumeWorkflows; parked questions and approvals on DBOS's internal
+// queue, where they take no slot) and its row is deleted; any worker then
+// runs them from their last recorded step, with the same rules as a
+// recovery in one process. A supervisor that dies between the claim and
+// the resume leaves the claim, which another takes over after a minute
+// (or the lease, if longer). A worker stopped by [Runtime.Close] stops
+// its heartbeat too: its unfinished runs move after the lease unless it
+// comes back first, with its executor ID, and recovers them itself.
+//
+// The caveat: a lease tells a dead worker from a silent one only by time.
+// A worker that was only slow (a stall longer than the lease: a stopped
+// VM, a partitioned network) may still have a tool call in flight when
+// its run moves. DBOS fences it: the resume takes the run's ownership, so
+// the old worker's next step of that run is discarded with an error and
+// only the new worker records the run's steps and outcome. But the call
+// in flight may have
+// had its effect, and the new worker finds its marker without an
+// outcome: a ReplayUnsafe tool gets the interrupted result, as after a
+// crash, and a ReplaySafe tool runs again, possibly at the same time as
+// the old call. Tools with effects should pass [harness.ExecutionKey] as
+// the idempotency key of what they call, and the lease should be well
+// above the longest stall a live worker may have.
 //
 // # What is recorded, and what repeats on recovery
 //
@@ -110,9 +166,12 @@
 //
 // # Not done
 //
-//   - No supervisor: runs of a dead executor whose ID never returns stay
-//     pending (on Postgres across machines, another engineer's lease
-//     supervisor resumes them with dbos.ResumeWorkflows on a queue).
+//   - The lease has no fencing of its own beyond DBOS's (see Several
+//     machines); a worker that returns after its runs moved and a
+//     supervisor resuming them at the same moment may, in a narrow
+//     window, both start one of them (its steps still record once).
+//   - Per-machine concurrency limits need one queue per machine: DBOS
+//     stores a queue's worker limit once for all workers.
 //   - Trace IDs of a recovered run are new; deriving them from the run ID
 //     belongs to the tracing extension.
 //   - Errors of a recorded run come back as text ([RunError]), not as
