@@ -82,9 +82,10 @@ func WithAppVersion(v string) Option { return func(c *config) { c.appVersion = v
 // one process on one machine (SQLite). Several processes sharing one
 // database (Postgres, several machines) each need a unique, stable ID
 // (such as the host name, or a pod's ordinal); two live processes with
-// the same ID both recover, and so both run, the same runs. Runs of a dead
-// executor whose ID is never reused need a supervisor (not part of this
-// package) to resume them elsewhere.
+// the same ID both recover, and so both run, the same runs, and share one
+// heartbeat, so that neither's death is seen. Runs of a dead executor
+// whose ID is never reused are resumed elsewhere by the other workers'
+// lease ([WithLease]).
 func WithExecutorID(id string) Option { return func(c *config) { c.executorID = id } }
 
 // WithLogger sets the logger DBOS and the runtime log to. The default is
@@ -140,7 +141,8 @@ type Factory func(ctx context.Context) ([]harness.Option, error)
 // process, [Runtime.Register] the agents, [Runtime.Launch] it (which
 // recovers the runs this process left unfinished), then [Runtime.Run].
 // [Runtime.Resume], [Runtime.Reply], [Runtime.Pending] and [Runtime.Wait]
-// work without Launch, from any process on the same database. Its methods
+// work without Launch, from any process on the same database, and so do
+// Run and [Runtime.Submit] with [WithQueue]. Its methods
 // are safe for concurrent use.
 type Runtime struct {
 	dctx   dbos.Context
