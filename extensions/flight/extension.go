@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,6 +154,7 @@ func New(opts ...Option) *Extension {
 	}
 	if c.dir == "" {
 		c.dir = DefaultDir()
+		c.dirUnasked = os.Getenv(EnvDir) == ""
 	}
 	c.ringSize = max(c.ringSize, 16)
 	c.previewBytes = max(c.previewBytes, 64)
@@ -666,10 +668,15 @@ func (x *Extension) openLocked() {
 	}
 	x.journal = j
 	if x.ec != nil {
-		// Say once where the recording goes, so that a directory
-		// appearing in the working directory is never a surprise.
+		// Say where the recording goes, so that a directory appearing in
+		// the working directory is never a surprise: at Info level when
+		// nobody chose the directory, at Debug level when someone did.
 		root := x.cfg.dir
-		x.ec.Logger().Info("flight: recording the agent's events", "dir", x.dir,
+		level := slog.LevelDebug
+		if x.cfg.dirUnasked {
+			level = slog.LevelInfo
+		}
+		x.ec.Logger().Log(context.Background(), level, "flight: recording the agent's events", "dir", x.dir,
 			"view", "flightrec list --dir "+root+"; flightrec ui --dir "+root)
 	}
 }

@@ -75,6 +75,7 @@ type config struct {
 	maxRecordings    int
 	recordingBytes   int64
 	registerSpans    bool
+	dirUnasked       bool // dir is the default, chosen by no option or variable
 }
 
 // Defaults of the limits; see the options that change them.

@@ -209,3 +209,51 @@ func TestNoSpansSaysWhy(t *testing.T) {
 	}
 	_ = a.Close(ctx)
 }
+
+// TestSaysWhereItRecords: a recorder whose directory nobody chose says,
+// at Info level, where it records and how to look; one given a directory
+// says it only at Debug level.
+func TestSaysWhereItRecords(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     func(dir string) []flight.Option
+		wantInfo bool
+	}{
+		{"the default directory", func(string) []flight.Option { return nil }, true},
+		{"a directory given", func(dir string) []flight.Option { return []flight.Option{flight.WithDir(dir)} }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(flight.EnvDir, "")
+			wd := t.TempDir()
+			t.Chdir(wd)
+			var log bytes.Buffer
+			rec := flight.New(tt.opts(t.TempDir())...)
+			a, err := harness.New(
+				harness.WithName("announcer"),
+				harness.WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
+				harness.WithProvider(harnesstest.NewScriptedProvider(harnesstest.Response{Text: "hi"})),
+				harness.WithModel("m"),
+				harness.WithExtensions(rec),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Run(context.Background(), "hello"); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := log.String()
+			said := strings.Contains(got, `level=INFO msg="flight: recording the agent's events" agent=announcer extension=flight dir=.harnessx/flight/`) &&
+				strings.Contains(got, `view="flightrec list --dir .harnessx/flight; flightrec ui --dir .harnessx/flight"`)
+			if said != tt.wantInfo {
+				t.Errorf("said at Info: %v, want %v; log:\n%s", said, tt.wantInfo, got)
+			}
+			if n := strings.Count(got, "recording the agent's events"); n > 1 {
+				t.Errorf("said %d times", n)
+			}
+		})
+	}
+}
