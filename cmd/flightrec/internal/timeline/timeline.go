@@ -170,6 +170,8 @@ func detail(e *flight.Event) string {
 	switch e.Kind {
 	case flight.KindRunStart:
 		add("%s", quote(e.Text, e.Truncated))
+	case flight.KindRecovered:
+		add("attempt %d: the run continues after its process stopped", e.Attempt)
 	case flight.KindRunEnd:
 		add("%s", e.Status)
 		if e.InputTokens+e.OutputTokens > 0 {
