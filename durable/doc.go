@@ -172,8 +172,13 @@
 //     window, both start one of them (its steps still record once).
 //   - Per-machine concurrency limits need one queue per machine: DBOS
 //     stores a queue's worker limit once for all workers.
-//   - Trace IDs of a recovered run are new; deriving them from the run ID
-//     belongs to the tracing extension.
+//   - A recovered run keeps its trace: with an exporters provider the
+//     trace ID derives from the run ID (exporters.RunTraceIDs). But the
+//     runtime does not yet mark the re-execution with
+//     harness.ContextRecovered, so its invoke_agent span lacks
+//     harnessx.recovered and the link to the crashed attempt, and the
+//     flight recorder records no recovered event: that needs a reliable
+//     attempt count (DBOS's recovery_attempts is reset by ResumeWorkflows).
 //   - Errors of a recorded run come back as text ([RunError]), not as
 //     their original types.
 //   - The SQLite driver is always linked (about 7 MB and a long first
