@@ -50,6 +50,20 @@ func Start(t testing.TB) *Jaeger {
 	return nil
 }
 
+// StartOTLPPort is [Start] with the OTLP/HTTP receiver on the given
+// loopback port (4318 to stand where a local Jaeger listens by default),
+// the query port free. It fails t if Jaeger cannot start, the port taken
+// included; check the port first to skip instead.
+func StartOTLPPort(t testing.TB, otlpPort int) *Jaeger {
+	t.Helper()
+	bin := Binary(t)
+	j, err := startOn(t, bin, otlpPort)
+	if err != nil {
+		t.Fatalf("jaegertest: Jaeger did not start with OTLP on port %d: %v", otlpPort, err)
+	}
+	return j
+}
+
 // TracesURL returns the OTLP/HTTP traces URL.
 func (j *Jaeger) TracesURL() string { return j.OTLPEndpoint + "/v1/traces" }
 
@@ -80,12 +94,18 @@ func Env() []string {
 	return []string{"OTEL_TRACES_SAMPLER=always_off", "JAEGER_LISTEN_HOST=127.0.0.1"}
 }
 
-func start(t testing.TB, bin string) (*Jaeger, error) {
+func start(t testing.TB, bin string) (*Jaeger, error) { return startOn(t, bin, 0) }
+
+// startOn starts Jaeger with OTLP/HTTP on otlpPort, a free port when 0.
+func startOn(t testing.TB, bin string, otlpPort int) (*Jaeger, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	queryPort, otlpPort := ports[0], ports[1]
+	queryPort := ports[0]
+	if otlpPort == 0 {
+		otlpPort = ports[1]
+	}
 	j := &Jaeger{
 		OTLPEndpoint: "http://127.0.0.1:" + strconv.Itoa(otlpPort),
 		QueryURL:     "http://127.0.0.1:" + strconv.Itoa(queryPort),
