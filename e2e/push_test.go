@@ -32,7 +32,17 @@ func TestPushToLocalJaegerWithNoFlags(t *testing.T) {
 	} else {
 		l.Close()
 	}
-	j := jaegertest.StartOTLPPort(t, 4318)
+	j, err := jaegertest.StartOTLPPort(t, 4318)
+	if err != nil {
+		// Another test of the run may hold the port for a moment (the
+		// flightrec default-endpoint test listens there too).
+		if l, lerr := net.Listen("tcp", "127.0.0.1:4318"); lerr != nil {
+			t.Skipf("port 4318 was taken while Jaeger started: %v", lerr)
+		} else {
+			l.Close()
+		}
+		t.Fatalf("Jaeger did not start on port 4318: %v", err)
+	}
 
 	// A bundle recorded the README's way, with a provider built without a
 	// resource: its spans say service.name=unknown_service:….

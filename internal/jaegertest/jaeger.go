@@ -52,16 +52,13 @@ func Start(t testing.TB) *Jaeger {
 
 // StartOTLPPort is [Start] with the OTLP/HTTP receiver on the given
 // loopback port (4318 to stand where a local Jaeger listens by default),
-// the query port free. It fails t if Jaeger cannot start, the port taken
-// included; check the port first to skip instead.
-func StartOTLPPort(t testing.TB, otlpPort int) *Jaeger {
+// the query port free. It returns an error when Jaeger cannot start, for
+// instance because another process took the port: the caller decides
+// whether that skips or fails its test.
+func StartOTLPPort(t testing.TB, otlpPort int) (*Jaeger, error) {
 	t.Helper()
 	bin := Binary(t)
-	j, err := startOn(t, bin, otlpPort)
-	if err != nil {
-		t.Fatalf("jaegertest: Jaeger did not start with OTLP on port %d: %v", otlpPort, err)
-	}
-	return j
+	return startOn(t, bin, otlpPort)
 }
 
 // TracesURL returns the OTLP/HTTP traces URL.
