@@ -653,6 +653,10 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		return runOutput{}, fmt.Errorf("durable: build agent %q: %w", in.Agent, err)
 	}
 	defer agent.Close(context.WithoutCancel(ctx))
+	// A re-execution after a crash is not marked with
+	// harness.ContextRecovered yet: that needs a reliable attempt count
+	// (DBOS's recovery_attempts is reset by ResumeWorkflows). See the
+	// package doc, "Not done".
 	hctx := harness.ContextWithRunID(context.WithValue(ctx, wfKey{}, ctx), runID)
 	res, err := agent.Run(hctx, in.Input)
 	for n := 1; res != nil && res.Status == harness.StatusPaused; n++ {
