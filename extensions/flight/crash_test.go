@@ -66,7 +66,7 @@ func TestSIGKILL(t *testing.T) {
 	rec := filepath.Join(dir, "crash-session")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if journalHas(rec, "wait") && fileExists(filepath.Join(rec, recording.SessionSnapshot)) && fileExists(filepath.Join(rec, recording.SpansSnapshot)) {
+		if journalHas(rec, "wait") && fileExists(filepath.Join(rec, recording.SessionSnapshot)) && fileExists(filepath.Join(rec, recording.SpansLog)) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -40,15 +40,18 @@
 // the disk takes data again, which clears the error.
 //
 // Beside the journal the recorder keeps the latest session snapshot
-// (session.json), the spans of its most recent traces (spans.json, OTLP
-// JSON with hex IDs) and, with [WithIncludeArtifacts], its own copies of
+// (session.json), the spans of its most recent traces and, with
+// [WithIncludeArtifacts], its own copies of
 // the agent's artifacts with their index (artifacts.json), so that an
 // export after a crash has them. A snapshotter goroutine writes them, so
 // that neither runs nor journal writes wait for them: the session and the
 // spans at most once per snapshot interval ([WithSnapshotInterval]),
 // backing off when a snapshot is slow so that snapshots take at most a
-// twentieth of a CPU (a buffer of 2,048 spans under load may thus be
-// snapshotted every few seconds); a turn's completion writes the
+// twentieth of a CPU. A span snapshot costs what the spans that ended
+// since the previous one cost: it appends them as one OTLP JSON line (hex
+// IDs) to spans.jsonl, and rewrites spans.json with the whole span buffer
+// only when the log passes 8 MiB and at Close; readers merge the two,
+// each span once, and skip a torn last line. A turn's completion writes the
 // session itself only while that is cheap (see
 // [Extension.OnTurnComplete]). Artifacts are copied as each tool call ends
 // (hard links when on the same file system, copies otherwise) into

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -79,11 +80,9 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 	}
 	bw.SetInfo(opts.Reason, agent, session, 0)
 	bw.SetJournalStats(st)
-	if data, err := os.ReadFile(filepath.Join(dir, recording.SpansSnapshot)); err == nil {
-		req, err := unmarshalSpans(data)
-		if err != nil {
-			return nil, fmt.Errorf("flight: %s: %w", recording.SpansSnapshot, err)
-		}
+	if req, err := otlpspans.ReadRecording(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("flight: %w", err)
+	} else if err == nil {
 		ids := bw.TraceIDs()
 		otlpspans.Filter(req, func(id string) bool { return ids[id] })
 		if err := bw.SetSpans(req); err != nil {

@@ -38,3 +38,11 @@ type IndexedArtifact = indexedArtifact
 
 // Observe records one lifecycle event as the recorder's hook does.
 func Observe(x *Extension, ctx context.Context, ev *harness.Event) error { return x.observe(ctx, ev) }
+
+// SetSpansCompactBytes sets the size of spans.jsonl past which span
+// snapshots compact, and returns a function restoring it.
+func SetSpansCompactBytes(n int64) func() {
+	old := spansCompactBytes
+	spansCompactBytes = n
+	return func() { spansCompactBytes = old }
+}

@@ -102,6 +102,8 @@ type Extension struct {
 	sessAt         atomic.Int64 // when the last one started, Unix ns
 	turnAt         atomic.Int64 // when the last one at a turn's completion started
 	sessTook       atomic.Int64 // how long the last one took, ns
+	spanSeq        uint64       // snapshotter only: the last span written
+	spansLogBytes  int64        // snapshotter only: the size of spans.jsonl
 
 	// Artifact copies (snapshot.go), guarded by artMu.
 	artMu     sync.Mutex

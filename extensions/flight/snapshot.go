@@ -54,8 +54,8 @@ func (x *Extension) snapshotter() {
 		case <-x.snapStop:
 			// The other extensions are torn down and the agent is closed:
 			// only the spans can still be read.
-			if x.spansDirty.Swap(false) {
-				x.snapshotSpans(ctx)
+			if x.spansDirty.Swap(false) || x.spansLogBytes > 0 {
+				x.compactSpans(ctx)
 			}
 			return
 		}
@@ -160,14 +160,60 @@ func (x *Extension) recordingSpans() []sdktrace.ReadOnlySpan {
 	})
 }
 
+// spansCompactBytes is the size of spans.jsonl past which the next span
+// snapshot rewrites spans.json with the buffered spans and starts the log
+// anew (a variable for tests).
+var spansCompactBytes int64 = 8 << 20
+
+// snapshotSpans keeps the recording's spans current at a cost that
+// follows the spans that ended since the last snapshot, not the buffer:
+// it appends them as one OTLP JSON line to spans.jsonl, and compacts into
+// spans.json only when the log has grown past spansCompactBytes. Readers
+// (ExportJournal, flightrec) merge the two. It runs on the snapshotter.
 func (x *Extension) snapshotSpans(ctx context.Context) {
+	if x.spansLogBytes > spansCompactBytes {
+		x.compactSpans(ctx)
+		return
+	}
 	x.mu.Lock()
 	open := x.journal != nil
 	x.mu.Unlock()
 	if !open {
 		return
 	}
-	req, err := otlpspans.FromSDK(ctx, x.recordingSpans())
+	spans, last := x.spans.since(x.spanSeq, x.inRecentTrace())
+	if len(spans) == 0 {
+		x.spanSeq = last
+		return
+	}
+	req, err := otlpspans.FromSDK(ctx, spans)
+	var data []byte
+	if err == nil {
+		data, err = marshalSpans(req, x.red)
+	}
+	if err == nil {
+		err = appendLine(filepath.Join(x.dir, recording.SpansLog), data)
+	}
+	if err != nil {
+		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
+		return
+	}
+	x.spanSeq = last
+	x.spansLogBytes += int64(len(data)) + 1
+}
+
+// compactSpans writes every buffered span of the recent traces into
+// spans.json and removes spans.jsonl: at close, and when the log is
+// large.
+func (x *Extension) compactSpans(ctx context.Context) {
+	x.mu.Lock()
+	open := x.journal != nil
+	x.mu.Unlock()
+	if !open {
+		return
+	}
+	spans, last := x.spans.since(0, x.inRecentTrace())
+	req, err := otlpspans.FromSDK(ctx, spans)
 	var data []byte
 	if err == nil {
 		data, err = marshalSpans(req, x.red)
@@ -175,9 +221,46 @@ func (x *Extension) snapshotSpans(ctx context.Context) {
 	if err == nil {
 		err = writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)
 	}
+	if err == nil {
+		err = os.Remove(filepath.Join(x.dir, recording.SpansLog))
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+	}
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
+		return
 	}
+	x.spanSeq, x.spansLogBytes = last, 0
+}
+
+// inRecentTrace returns a filter of the spans of the recent traces this
+// recorder saw.
+func (x *Extension) inRecentTrace() func(sdktrace.ReadOnlySpan) bool {
+	x.mu.Lock()
+	traces := make(map[trace.TraceID]struct{}, len(x.traces))
+	for t := range x.traces {
+		traces[t] = struct{}{}
+	}
+	x.mu.Unlock()
+	return func(s sdktrace.ReadOnlySpan) bool {
+		_, ok := traces[s.SpanContext().TraceID()]
+		return ok
+	}
+}
+
+// appendLine appends data and a newline to the file at p (created 0600)
+// in one write.
+func appendLine(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(data, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // artifacts lists the artifacts of the agent's extensions.

@@ -24,6 +24,8 @@ import (
 type SpanProcessor struct {
 	mu      sync.Mutex
 	buf     []sdktrace.ReadOnlySpan // ring
+	seqs    []uint64                // seqs[i] numbers buf[i]: 1, 2, … in the order spans ended
+	seq     uint64                  // the number of the last span kept
 	next    int
 	full    bool
 	dropped uint64
@@ -38,7 +40,7 @@ func newSpanProcessor(capacity int) *SpanProcessor {
 	if capacity <= 0 {
 		capacity = 2048
 	}
-	return &SpanProcessor{buf: make([]sdktrace.ReadOnlySpan, capacity)}
+	return &SpanProcessor{buf: make([]sdktrace.ReadOnlySpan, capacity), seqs: make([]uint64, capacity)}
 }
 
 // OnStart does nothing.
@@ -56,7 +58,8 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	if p.full {
 		p.dropped++
 	}
-	p.buf[p.next] = s
+	p.seq++
+	p.buf[p.next], p.seqs[p.next] = s, p.seq
 	p.next++
 	if p.next == len(p.buf) {
 		p.next, p.full = 0, true
@@ -116,6 +119,27 @@ func (p *SpanProcessor) Spans(keep func(s sdktrace.ReadOnlySpan) bool) []sdktrac
 	}
 	add(p.buf[:p.next])
 	return out
+}
+
+// since returns the buffered spans numbered after seq, oldest first,
+// that keep reports true for, and the number of the last span kept (seq
+// when none is newer).
+func (p *SpanProcessor) since(seq uint64, keep func(s sdktrace.ReadOnlySpan) bool) ([]sdktrace.ReadOnlySpan, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []sdktrace.ReadOnlySpan
+	add := func(ss []sdktrace.ReadOnlySpan, seqs []uint64) {
+		for i, s := range ss {
+			if s != nil && seqs[i] > seq && (keep == nil || keep(s)) {
+				out = append(out, s)
+			}
+		}
+	}
+	if p.full {
+		add(p.buf[p.next:], p.seqs[p.next:])
+	}
+	add(p.buf[:p.next], p.seqs[:p.next])
+	return out, max(seq, p.seq)
 }
 
 // Dropped returns how many spans were evicted from the full buffer.

@@ -1,12 +1,19 @@
 package otlpspans
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/recording"
 	"github.com/harnessx/harnessx/internal/redact"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -156,4 +163,77 @@ func redactAny(key string, v *commonpb.AnyValue, red *redact.Redactor) {
 	case *commonpb.AnyValue_KvlistValue:
 		redactAttrs(x.KvlistValue.GetValues(), red)
 	}
+}
+
+// ReadRecording reads the spans of the flight recording in dir: the
+// compacted snapshot (recording.SpansSnapshot) and the lines appended
+// since (recording.SpansLog), a span given twice kept once. A line that
+// does not decode (the torn last line of a killed process) is skipped.
+// It returns an error wrapping fs.ErrNotExist when the recording has
+// neither file.
+func ReadRecording(dir string) (*coltracepb.ExportTraceServiceRequest, error) {
+	out := &coltracepb.ExportTraceServiceRequest{}
+	found := false
+	data, err := os.ReadFile(filepath.Join(dir, recording.SpansSnapshot))
+	switch {
+	case err == nil:
+		found = true
+		req, err := otlpjson.Unmarshal(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", recording.SpansSnapshot, err)
+		}
+		out.ResourceSpans = append(out.ResourceSpans, req.ResourceSpans...)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	data, err = os.ReadFile(filepath.Join(dir, recording.SpansLog))
+	switch {
+	case err == nil:
+		found = true
+		for line := range bytes.Lines(data) {
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			if req, err := otlpjson.Unmarshal(line); err == nil {
+				out.ResourceSpans = append(out.ResourceSpans, req.ResourceSpans...)
+			}
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("no span snapshot in %s: %w", dir, fs.ErrNotExist)
+	}
+	Dedupe(out)
+	return out, nil
+}
+
+// Dedupe removes the spans of req whose trace and span IDs an earlier
+// span of req has, and the scope and resource entries left empty.
+func Dedupe(req *coltracepb.ExportTraceServiceRequest) {
+	type id struct{ trace, span string }
+	seen := map[id]bool{}
+	rss := req.ResourceSpans[:0]
+	for _, rs := range req.ResourceSpans {
+		sss := rs.ScopeSpans[:0]
+		for _, ss := range rs.ScopeSpans {
+			spans := ss.Spans[:0]
+			for _, s := range ss.Spans {
+				k := id{string(s.TraceId), string(s.SpanId)}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				spans = append(spans, s)
+			}
+			if ss.Spans = spans; len(spans) > 0 {
+				sss = append(sss, ss)
+			}
+		}
+		if rs.ScopeSpans = sss; len(sss) > 0 {
+			rss = append(rss, rs)
+		}
+	}
+	req.ResourceSpans = rss
 }

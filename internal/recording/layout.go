@@ -12,7 +12,8 @@ import (
 const (
 	InfoName           = "recording.json" // Info
 	SessionSnapshot    = "session.json"   // latest Agent.SaveSession, redacted
-	SpansSnapshot      = "spans.json"     // latest buffered spans, OTLP JSON, redacted
+	SpansSnapshot      = "spans.json"     // buffered spans at the last compaction, OTLP JSON, redacted
+	SpansLog           = "spans.jsonl"    // spans ended since, one OTLP JSON request a line, redacted
 	ArtifactsIndexName = "artifacts.json" // the artifact index
 	IncidentsDir       = "incidents"      // incident bundles
 )

@@ -151,6 +151,7 @@ func signature(src Sources) string {
 	for _, root := range src.FlightDirs {
 		for _, rec := range recordingDirs(root) {
 			stat(filepath.Join(rec, recording.SpansSnapshot))
+			stat(filepath.Join(rec, recording.SpansLog))
 			paths, _ := filepath.Glob(filepath.Join(rec, recording.IncidentsDir, "*.tar.gz"))
 			for _, p := range paths {
 				stat(p)

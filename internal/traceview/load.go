@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/internal/otlpjson"
-	"github.com/harnessx/harnessx/internal/recording"
+	"github.com/harnessx/harnessx/internal/otlpspans"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -360,18 +359,14 @@ func ReadTraces(r io.Reader) ([]*Span, int64, FileStats, error) {
 	}
 }
 
-// ReadRecording reads the span snapshot (spans.json) of the flight
-// recording in dir.
+// ReadRecording reads the spans of the flight recording in dir: its span
+// snapshot (spans.json) and the spans appended since (spans.jsonl).
 func ReadRecording(dir string) ([]*Span, error) {
-	data, err := os.ReadFile(filepath.Join(dir, recording.SpansSnapshot))
+	req, err := otlpspans.ReadRecording(dir)
 	if err != nil {
 		return nil, fmt.Errorf("traceview: %w", err)
 	}
-	spans, err := ParseOTLP(data)
-	if err != nil {
-		return nil, fmt.Errorf("traceview: %s: %w", filepath.Join(dir, recording.SpansSnapshot), err)
-	}
-	return spans, nil
+	return FromOTLP(req), nil
 }
 
 // ReadBundle reads the incident bundle at path with flight's verifying

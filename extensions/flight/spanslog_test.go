@@ -1,0 +1,180 @@
+package flight_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/otlpjson"
+	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/recording"
+)
+
+// spanLogLines decodes spans.jsonl of the recording and returns the span
+// IDs of each line.
+func spanLogLines(t *testing.T, rec string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(rec, recording.SpansLog))
+	if err != nil {
+		return nil
+	}
+	var out [][]string
+	for line := range bytes.Lines(data) {
+		req, err := otlpjson.Unmarshal(bytes.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("spans.jsonl line: %v", err)
+		}
+		var ids []string
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					ids = append(ids, string(s.SpanId))
+				}
+			}
+		}
+		out = append(out, ids)
+	}
+	return out
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestSpanSnapshotIsIncremental: each span snapshot writes only the spans
+// that ended since the previous one (appended to spans.jsonl), so its
+// cost follows the new spans, not the buffer; an export while the agent
+// runs has every run's spans; Close compacts into spans.json.
+func TestSpanSnapshotIsIncremental(t *testing.T) {
+	s := newAgent(t, []harnesstest.Response{
+		{Text: "one"}, {Text: "two"}, {Text: "three"},
+	}, nil)
+	rec := filepath.Join(s.dir, "sess-1")
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := s.agent.Run(ctx, "run"); err != nil {
+			t.Fatal(err)
+		}
+		// Each run ends one span (newAgent's tracer makes the agent span
+		// and tool spans; these runs call no tool); wait until the
+		// snapshotter has logged it before the next run.
+		want := i + 1
+		waitFor(t, "the span log", func() bool {
+			n := 0
+			for _, l := range spanLogLines(t, rec) {
+				n += len(l)
+			}
+			return n >= want
+		})
+	}
+	lines := spanLogLines(t, rec)
+	seen := map[string]bool{}
+	for _, l := range lines {
+		for _, id := range l {
+			if seen[id] {
+				t.Errorf("span %x written twice: the snapshot rewrote old spans", id)
+			}
+			seen[id] = true
+		}
+	}
+	if len(seen) != 3 || len(lines) != 3 {
+		t.Errorf("%d spans in %d lines, want 3 in 3", len(seen), len(lines))
+	}
+	if _, err := os.Stat(filepath.Join(rec, recording.SpansSnapshot)); err == nil {
+		t.Error("spans.json written before any compaction")
+	}
+	var out bytes.Buffer
+	if _, err := flight.ExportJournal(ctx, rec, &out, flight.ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := flight.ReadBundle(&out, flight.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Manifest.Spans != 3 {
+		t.Errorf("export while running has %d spans, want 3", b.Manifest.Spans)
+	}
+
+	s.close(t)
+	if _, err := os.Stat(filepath.Join(rec, recording.SpansLog)); err == nil {
+		t.Error("spans.jsonl left after Close")
+	}
+	req, err := otlpspans.ReadRecording(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := otlpspans.Count(req); n != 3 {
+		t.Errorf("spans.json after Close holds %d spans, want 3", n)
+	}
+}
+
+// TestSpanLogCompacts: past the compaction size the next snapshot
+// rewrites spans.json with the buffered spans and starts the log anew.
+func TestSpanLogCompacts(t *testing.T) {
+	defer flight.SetSpansCompactBytes(1)()
+	s := newAgent(t, []harnesstest.Response{{Text: "one"}, {Text: "two"}}, nil)
+	rec := filepath.Join(s.dir, "sess-1")
+	ctx := context.Background()
+	if _, err := s.agent.Run(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the span log", func() bool { return len(spanLogLines(t, rec)) > 0 })
+	if _, err := s.agent.Run(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a compaction", func() bool {
+		_, err := os.Stat(filepath.Join(rec, recording.SpansSnapshot))
+		return err == nil
+	})
+	req, err := otlpspans.ReadRecording(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := otlpspans.Count(req); n != 2 {
+		t.Errorf("the recording holds %d spans, want 2 (each once)", n)
+	}
+}
+
+// TestReadRecordingSkipsTornLine: the torn last line a killed process
+// leaves in spans.jsonl is skipped; a span in both files is kept once.
+func TestReadRecordingSkipsTornLine(t *testing.T) {
+	s := newAgent(t, []harnesstest.Response{{Text: "one"}}, nil)
+	rec := filepath.Join(s.dir, "sess-1")
+	if _, err := s.agent.Run(context.Background(), "run"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the span log", func() bool { return len(spanLogLines(t, rec)) > 0 })
+	logData, err := os.ReadFile(filepath.Join(rec, recording.SpansLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.close(t) // compacts: spans.json holds the run's span
+	// As if killed while appending after a compaction whose log removal
+	// was lost: the old lines again, and a torn one.
+	torn := append(append([]byte{}, logData...), logData[:len(logData)/2]...)
+	if err := os.WriteFile(filepath.Join(rec, recording.SpansLog), torn, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	req, err := otlpspans.ReadRecording(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := otlpspans.Count(req); n != 1 {
+		t.Errorf("%d spans, want 1", n)
+	}
+	if !strings.Contains(string(logData), "invoke_agent") {
+		t.Errorf("the log lacks the agent span: %.200s", logData)
+	}
+}
