@@ -92,6 +92,7 @@ type Extension struct {
 
 	// The snapshotter goroutine (snapshot.go).
 	snapKick       chan struct{}
+	snapArmed      atomic.Bool // the snapshotter's timer is set
 	snapStop       chan struct{}
 	snapDone       chan struct{}
 	snapOnce       sync.Once
@@ -299,7 +300,7 @@ func (x *Extension) OnTurnComplete(ctx context.Context, ec *harness.ExtensionCon
 		return
 	}
 	x.sessionDirty.Store(true)
-	x.kickSnapshot()
+	x.kickLater()
 }
 
 // syncSessionBudget is how long a session snapshot may take for
@@ -723,7 +724,7 @@ func (x *Extension) Events() []Event {
 
 func (x *Extension) spanEnded() {
 	x.spansDirty.Store(true)
-	x.kickSnapshot()
+	x.kickLater()
 }
 
 // writeFileAtomic writes data to a temporary file (mode 0600) and renames

@@ -30,6 +30,15 @@ func (x *Extension) kickSnapshot() {
 	}
 }
 
+// kickLater wakes the snapshotter for a snapshot that waits its interval
+// anyway (spans, session) unless its timer is already set: waking it at
+// every span end would cost a goroutine switch each time for nothing.
+func (x *Extension) kickLater() {
+	if !x.snapArmed.Load() {
+		x.kickSnapshot()
+	}
+}
+
 // snapshotter is the goroutine that keeps the recording's snapshots, so
 // that neither the run nor the journal's writer waits for them: it copies
 // new artifacts as soon as a tool call ends, writes the session and span
@@ -51,6 +60,9 @@ func (x *Extension) snapshotter() {
 		case <-x.snapKick:
 		case <-timer.C:
 			armed = false
+			// Before the dirty flags are read: a kickLater that saw the
+			// timer set has set its flag already.
+			x.snapArmed.Store(false)
 		case <-x.snapStop:
 			// The other extensions are torn down and the agent is closed:
 			// only the spans can still be read.
@@ -94,6 +106,7 @@ func (x *Extension) snapshotter() {
 		if next >= 0 && !armed {
 			timer.Reset(next)
 			armed = true
+			x.snapArmed.Store(true)
 		}
 	}
 }
