@@ -54,6 +54,7 @@ func (x *Extension) snapshotter() {
 	defer timer.Stop()
 	var lastSpans time.Time
 	var spansTook, sessionTook time.Duration
+	var perSpan time.Duration // what the last span snapshot cost a span
 	armed := false
 	for {
 		select {
@@ -84,14 +85,22 @@ func (x *Extension) snapshotter() {
 		// long as the last one took, so that the snapshotter never takes
 		// more than a twentieth of a CPU from the agent and the journal's
 		// writer (a big span buffer under load is snapshotted less often).
+		// A span snapshot's cost follows the spans it writes: the wait
+		// also covers the cost the pending spans will have at the last
+		// snapshot's cost a span, so that a burst of spans does not make
+		// one expensive snapshot before the backoff has measured it.
 		if x.spansDirty.Load() {
-			if w := max(x.cfg.snapshotEvery, snapshotBackoff*spansTook) - time.Since(lastSpans); w > 0 {
+			cost := max(spansTook, perSpan*time.Duration(x.spans.pending(x.spanSeq)))
+			if w := max(x.cfg.snapshotEvery, snapshotBackoff*cost) - time.Since(lastSpans); w > 0 {
 				need(w)
 			} else {
 				lastSpans = time.Now()
 				x.spansDirty.Store(false)
-				x.snapshotSpans(ctx)
+				n := x.snapshotSpans(ctx)
 				spansTook = time.Since(lastSpans)
+				if n > 0 {
+					perSpan = spansTook / time.Duration(n)
+				}
 			}
 		}
 		if x.sessionDirty.Load() {
@@ -183,21 +192,20 @@ var spansCompactBytes int64 = 8 << 20
 // it appends them as one OTLP JSON line to spans.jsonl, and compacts into
 // spans.json only when the log has grown past spansCompactBytes. Readers
 // (ExportJournal, flightrec) merge the two. It runs on the snapshotter.
-func (x *Extension) snapshotSpans(ctx context.Context) {
+func (x *Extension) snapshotSpans(ctx context.Context) int {
 	if x.spansLogBytes > spansCompactBytes {
-		x.compactSpans(ctx)
-		return
+		return x.compactSpans(ctx)
 	}
 	x.mu.Lock()
 	open := x.journal != nil
 	x.mu.Unlock()
 	if !open {
-		return
+		return 0
 	}
 	spans, last := x.spans.since(x.spanSeq, x.inRecentTrace())
 	if len(spans) == 0 {
 		x.spanSeq = last
-		return
+		return 0
 	}
 	req, err := otlpspans.FromSDK(ctx, spans)
 	var data []byte
@@ -209,21 +217,22 @@ func (x *Extension) snapshotSpans(ctx context.Context) {
 	}
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
-		return
+		return len(spans)
 	}
 	x.spanSeq = last
 	x.spansLogBytes += int64(len(data)) + 1
+	return len(spans)
 }
 
 // compactSpans writes every buffered span of the recent traces into
 // spans.json and removes spans.jsonl: at close, and when the log is
-// large.
-func (x *Extension) compactSpans(ctx context.Context) {
+// large. It returns the number of spans written.
+func (x *Extension) compactSpans(ctx context.Context) int {
 	x.mu.Lock()
 	open := x.journal != nil
 	x.mu.Unlock()
 	if !open {
-		return
+		return 0
 	}
 	spans, last := x.spans.since(0, x.inRecentTrace())
 	req, err := otlpspans.FromSDK(ctx, spans)
@@ -242,9 +251,10 @@ func (x *Extension) compactSpans(ctx context.Context) {
 	}
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
-		return
+		return len(spans)
 	}
 	x.spanSeq, x.spansLogBytes = last, 0
+	return len(spans)
 }
 
 // inRecentTrace returns a filter of the spans of the recent traces this

@@ -142,6 +142,14 @@ func (p *SpanProcessor) since(seq uint64, keep func(s sdktrace.ReadOnlySpan) boo
 	return out, max(seq, p.seq)
 }
 
+// pending returns how many kept spans are numbered after seq, at most
+// the buffer's size.
+func (p *SpanProcessor) pending(seq uint64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return int(min(p.seq-min(seq, p.seq), uint64(len(p.buf))))
+}
+
 // Dropped returns how many spans were evicted from the full buffer.
 func (p *SpanProcessor) Dropped() uint64 {
 	p.mu.Lock()
