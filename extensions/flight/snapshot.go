@@ -91,7 +91,8 @@ func (x *Extension) snapshotter() {
 		// one expensive snapshot before the backoff has measured it.
 		if x.spansDirty.Load() {
 			cost := max(spansTook, perSpan*time.Duration(x.spans.pending(x.spanSeq)))
-			if w := max(x.cfg.snapshotEvery, snapshotBackoff*cost) - time.Since(lastSpans); w > 0 {
+			wait := min(max(x.cfg.snapshotEvery, snapshotBackoff*cost), max(x.cfg.snapshotEvery, maxSpanSnapshotWait))
+			if w := wait - time.Since(lastSpans); w > 0 {
 				need(w)
 			} else {
 				lastSpans = time.Now()
@@ -119,6 +120,11 @@ func (x *Extension) snapshotter() {
 		}
 	}
 }
+
+// maxSpanSnapshotWait bounds the backoff of span snapshots (unless the
+// snapshot interval is longer): an estimate inflated by a snapshot's
+// fixed costs must not leave the recording's spans stale for long.
+const maxSpanSnapshotWait = 30 * time.Second
 
 // snapshotBackoff bounds the snapshotter's share of a CPU to
 // 1/(1+snapshotBackoff).
