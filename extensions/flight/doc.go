@@ -47,7 +47,8 @@
 // that neither runs nor journal writes wait for them: the session and the
 // spans at most once per snapshot interval ([WithSnapshotInterval]),
 // backing off when a snapshot is slow so that snapshots take at most a
-// twentieth of a CPU. A span snapshot costs what the spans that ended
+// twentieth of a CPU (span snapshots at least every 30 seconds, or every
+// interval when that is longer). A span snapshot costs what the spans that ended
 // since the previous one cost: it appends them as one OTLP JSON line (hex
 // IDs) to spans.jsonl, and rewrites spans.json with the whole span buffer
 // only when the log passes 8 MiB and at Close; readers merge the two,
