@@ -3,6 +3,7 @@ package traceview
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,10 +15,7 @@ import (
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/internal/otlpjson"
 	"github.com/harnessx/harnessx/internal/otlpspans"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -157,106 +155,14 @@ func otlpValue(v *commonpb.AnyValue, depth int) Value {
 
 // FromSDK converts spans of the OpenTelemetry SDK, such as those an
 // in-memory recorder (sdk/trace/tracetest.SpanRecorder) or a
-// flight.SpanProcessor holds.
+// flight.SpanProcessor holds. They go through the OTLP exporter's own
+// conversion (as the trace file and recordings do), then [FromOTLP].
 func FromSDK(spans []sdktrace.ReadOnlySpan) []*Span {
-	out := make([]*Span, 0, len(spans))
-	for _, s := range spans {
-		sc := s.SpanContext()
-		sp := &Span{
-			TraceID: sc.TraceID().String(),
-			SpanID:  sc.SpanID().String(),
-			Name:    s.Name(),
-			Kind:    sdkKind(s.SpanKind()),
-			Start:   s.StartTime().UTC(),
-			End:     s.EndTime().UTC(),
-			Status:  StatusUnset,
-			Attrs:   sdkAttrs(s.Attributes()),
-		}
-		if p := s.Parent(); p.SpanID().IsValid() {
-			sp.ParentID = p.SpanID().String()
-		}
-		switch st := s.Status(); st.Code {
-		case codes.Ok:
-			sp.Status = StatusOK
-		case codes.Error:
-			sp.Status, sp.StatusMessage = StatusError, st.Description
-		}
-		if r := s.Resource(); r != nil {
-			if v, ok := r.Set().Value("service.name"); ok {
-				sp.Service = v.AsString()
-			}
-		}
-		for _, ev := range s.Events() {
-			sp.Events = append(sp.Events, Event{Name: ev.Name, Time: ev.Time.UTC(), Attrs: sdkAttrs(ev.Attributes)})
-		}
-		out = append(out, sp)
+	req, err := otlpspans.FromSDK(context.Background(), spans)
+	if err != nil {
+		return nil // the capturing client never fails
 	}
-	return out
-}
-
-func sdkKind(k trace.SpanKind) string {
-	switch k {
-	case trace.SpanKindInternal:
-		return "internal"
-	case trace.SpanKindServer:
-		return "server"
-	case trace.SpanKindClient:
-		return "client"
-	case trace.SpanKindProducer:
-		return "producer"
-	case trace.SpanKindConsumer:
-		return "consumer"
-	}
-	return "unspecified"
-}
-
-func sdkAttrs(kvs []attribute.KeyValue) Attrs {
-	if len(kvs) == 0 {
-		return nil
-	}
-	out := make(Attrs, 0, len(kvs))
-	for _, kv := range kvs {
-		out = append(out, Attr{Key: string(kv.Key), Value: sdkValue(kv.Value)})
-	}
-	return out
-}
-
-func sdkValue(v attribute.Value) Value {
-	switch v.Type() {
-	case attribute.STRING:
-		return Value{Type: TypeString, Str: v.AsString()}
-	case attribute.INT64:
-		return Value{Type: TypeInt, Int: v.AsInt64()}
-	case attribute.FLOAT64:
-		return Value{Type: TypeDouble, Double: v.AsFloat64()}
-	case attribute.BOOL:
-		return Value{Type: TypeBool, Bool: v.AsBool()}
-	case attribute.STRINGSLICE:
-		out := Value{Type: TypeArray, Array: []Value{}}
-		for _, s := range v.AsStringSlice() {
-			out.Array = append(out.Array, Value{Type: TypeString, Str: s})
-		}
-		return out
-	case attribute.INT64SLICE:
-		out := Value{Type: TypeArray, Array: []Value{}}
-		for _, n := range v.AsInt64Slice() {
-			out.Array = append(out.Array, Value{Type: TypeInt, Int: n})
-		}
-		return out
-	case attribute.FLOAT64SLICE:
-		out := Value{Type: TypeArray, Array: []Value{}}
-		for _, f := range v.AsFloat64Slice() {
-			out.Array = append(out.Array, Value{Type: TypeDouble, Double: f})
-		}
-		return out
-	case attribute.BOOLSLICE:
-		out := Value{Type: TypeArray, Array: []Value{}}
-		for _, b := range v.AsBoolSlice() {
-			out.Array = append(out.Array, Value{Type: TypeBool, Bool: b})
-		}
-		return out
-	}
-	return Value{Type: TypeString, Str: v.Emit()}
+	return FromOTLP(req)
 }
 
 // FileStats says what a read of a trace file found.
