@@ -173,21 +173,6 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 	x.sessTook.Store(int64(time.Since(time.Unix(0, x.sessAt.Load()))))
 }
 
-// recordingSpans returns the buffered spans of the recent traces this
-// recorder saw.
-func (x *Extension) recordingSpans() []sdktrace.ReadOnlySpan {
-	x.mu.Lock()
-	traces := make(map[trace.TraceID]struct{}, len(x.traces))
-	for t := range x.traces {
-		traces[t] = struct{}{}
-	}
-	x.mu.Unlock()
-	return x.spans.Spans(func(s sdktrace.ReadOnlySpan) bool {
-		_, ok := traces[s.SpanContext().TraceID()]
-		return ok
-	})
-}
-
 // spansCompactBytes is the size of spans.jsonl past which the next span
 // snapshot rewrites spans.json with the buffered spans and starts the log
 // anew (a variable for tests).

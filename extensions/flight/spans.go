@@ -104,20 +104,7 @@ func (p *SpanProcessor) ForceFlush(context.Context) error { return nil }
 // Spans returns the buffered spans, oldest first, that keep reports true
 // for (every span when keep is nil).
 func (p *SpanProcessor) Spans(keep func(s sdktrace.ReadOnlySpan) bool) []sdktrace.ReadOnlySpan {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []sdktrace.ReadOnlySpan
-	add := func(ss []sdktrace.ReadOnlySpan) {
-		for _, s := range ss {
-			if s != nil && (keep == nil || keep(s)) {
-				out = append(out, s)
-			}
-		}
-	}
-	if p.full {
-		add(p.buf[p.next:])
-	}
-	add(p.buf[:p.next])
+	out, _ := p.since(0, keep)
 	return out
 }
 
