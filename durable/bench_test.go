@@ -69,11 +69,6 @@ func benchDurableRun(b *testing.B, dsn string) {
 	}
 }
 
-type floorResp struct {
-	Text string
-	At   time.Time
-}
-
 // floorWorkflow is a bare DBOS workflow with the same three steps: a
 // model-like step, a tool-like step, a model-like step.
 func floorWorkflow(ctx dbos.Context, in string) (string, error) {

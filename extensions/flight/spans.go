@@ -165,13 +165,3 @@ func marshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]b
 	}
 	return b, nil
 }
-
-// unmarshalSpans decodes OTLP/JSON written by [marshalSpans]. It also
-// reads the base64 IDs that earlier versions wrote.
-func unmarshalSpans(data []byte) (*coltracepb.ExportTraceServiceRequest, error) {
-	req, err := otlpjson.Unmarshal(data)
-	if err != nil {
-		return nil, fmt.Errorf("flight: spans: %w", err)
-	}
-	return req, nil
-}
