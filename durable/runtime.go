@@ -703,7 +703,9 @@ func migrationRace(err error) bool {
 			return true
 		}
 	}
-	return false
+	// Two processes changing one catalog row at once (dropping or
+	// creating the same index): Postgres reports it as an internal error.
+	return strings.Contains(msg, "tuple concurrently updated")
 }
 
 func newRunID() string {
