@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,6 +126,44 @@ func TestKillAfterModelResponse(t *testing.T) {
 		// mid-request: requested again.
 		if c := counts(t, dir); c["model 1"] != 1 || c["model 2"] != 2 || c["tool fast rm/tool/1/c1"] != 1 {
 			t.Fatalf("after recovery: %v", c)
+		}
+		// The first execution and its recovery, told apart.
+		if c := counts(t, dir); c["start rm attempt=1 recovered=false"] != 1 || c["start rm attempt=2 recovered=true"] != 1 {
+			t.Fatalf("run starts: %v", c)
+		}
+	})
+}
+
+// TestRecoveredTwice kills a run, then kills its recovery at the same
+// point: the third execution knows it is attempt 3. A run that completes
+// first time is attempt 1 and not recovered.
+func TestRecoveredTwice(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dir string) {
+		for i := range 2 {
+			if _, killed := runChild(t, dir, "run", "model", "r2", true); !killed {
+				t.Fatalf("execution %d was not killed", i+1)
+			}
+			if err := os.Remove(filepath.Join(dir, "killed-model")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rt := openFixture(t, dir, true)
+		res, err := rt.Wait(ctxT(t), "r2")
+		if err != nil || res.Status != harness.StatusCompleted {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if _, err := rt.Run(ctxT(t), "model", "go", WithRunID("fresh")); err != nil {
+			t.Fatal(err)
+		}
+		c := counts(t, dir)
+		for _, want := range []string{"start r2 attempt=1 recovered=false", "start r2 attempt=2 recovered=true", "start r2 attempt=3 recovered=true",
+			"start fresh attempt=1 recovered=false"} {
+			if c[want] != 1 {
+				t.Errorf("%q counted %d times: %v", want, c[want], c)
+			}
+		}
+		if c["model 1"] != 2 || c["model 2"] != 4 { // r2: 1 and 3 (killed twice); fresh: 1 and 1
+			t.Errorf("model requests: %v", c)
 		}
 	})
 }

@@ -184,7 +184,12 @@ func factory(dir, agent string) Factory {
 				return "chose " + a.Choice, nil
 			}),
 		}
-		return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tools...)}, nil
+		// Each execution of a run says which attempt it is.
+		starts := harness.WithHooks(func(_ context.Context, ev *harness.Event) error {
+			count(dir, fmt.Sprintf("start %s attempt=%d recovered=%v", ev.RunID, ev.Attempt, ev.Recovered))
+			return nil
+		}, harness.EventRunStart)
+		return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tools...), starts}, nil
 	}
 }
 

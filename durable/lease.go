@@ -31,7 +31,8 @@ const DefaultLease = 30 * time.Second
 
 type leaseDB struct {
 	db       *sql.DB
-	table    string
+	table    string // the workers' heartbeats
+	runs     string // the executions of each recovered run
 	postgres bool
 }
 
@@ -49,6 +50,7 @@ var numbered = regexp.MustCompile(`\$([0-9]+)`)
 // q renders a query: $N placeholders are Postgres's; SQLite takes ?N.
 func (l *leaseDB) q(query string) string {
 	query = strings.ReplaceAll(query, "{T}", l.table)
+	query = strings.ReplaceAll(query, "{R}", l.runs)
 	query = strings.ReplaceAll(query, "{NOW}", l.nowMs())
 	if !l.postgres {
 		query = numbered.ReplaceAllString(query, "?$1")
@@ -60,12 +62,12 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	l := &leaseDB{}
 	var err error
 	if path, ok := sqlitePath(dsn); ok {
-		l.table = "harnessx_workers"
+		l.table, l.runs = "harnessx_workers", "harnessx_runs"
 		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
 	} else if strings.HasPrefix(dsn, "sqlite:") {
 		return nil, errors.New("durable: the lease needs a database file or Postgres, not an in-memory SQLite database")
 	} else {
-		l.table, l.postgres = "harnessx.workers", true
+		l.table, l.runs, l.postgres = "harnessx.workers", "harnessx.runs", true
 		l.db, err = sql.Open("pgx", dsn)
 	}
 	if err != nil {
@@ -84,14 +86,18 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	claimed_by   TEXT,
 	claimed_ms   BIGINT,
 	PRIMARY KEY (app_name, executor_id)
+);
+CREATE TABLE IF NOT EXISTS {R} (
+	run_id     TEXT PRIMARY KEY,
+	executions BIGINT NOT NULL
 )`
 	for _, s := range strings.Split(l.q(stmts), ";\n") {
 		if _, err := l.db.ExecContext(ctx, s); err != nil {
 			// Two workers creating the schema at once on Postgres: one
 			// may fail on the catalog's unique index; the table is there.
-			if _, err2 := l.db.ExecContext(ctx, l.q("SELECT 1 FROM {T} LIMIT 1")); err2 != nil {
+			if _, err2 := l.db.ExecContext(ctx, l.q("SELECT 1 FROM {T}, {R} LIMIT 1")); err2 != nil {
 				l.db.Close()
-				return nil, fmt.Errorf("durable: create the lease table: %w", err)
+				return nil, fmt.Errorf("durable: create the runtime's tables: %w", err)
 			}
 		}
 	}
@@ -139,6 +145,16 @@ func (l *leaseDB) release(ctx context.Context, app, executor, me string) error {
 	return err
 }
 
+// execution counts one more execution of a recovered run and returns its
+// number: 2 for the first re-execution (the first execution recorded
+// nothing here), then 3, and so on.
+func (l *leaseDB) execution(ctx context.Context, runID string) (int, error) {
+	var n int
+	err := l.db.QueryRowContext(ctx, l.q(`INSERT INTO {R} AS r (run_id, executions) VALUES ($1, 2)
+ON CONFLICT (run_id) DO UPDATE SET executions = r.executions + 1 RETURNING executions`), runID).Scan(&n)
+	return n, err
+}
+
 // supervisor runs the heartbeat and the lease checks of a launched runtime.
 type supervisor struct {
 	rt     *Runtime
@@ -147,15 +163,14 @@ type supervisor struct {
 	wg     sync.WaitGroup
 }
 
-func startSupervisor(ctx context.Context, rt *Runtime, dsn string) (*supervisor, error) {
-	db, err := openLeaseDB(ctx, dsn)
+func startSupervisor(ctx context.Context, rt *Runtime) (*supervisor, error) {
+	db, err := rt.auxDB(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s := &supervisor{rt: rt, db: db}
 	c := rt.cfg
 	if err := db.beat(ctx, c.appName, c.executorID, c.appVersion); err != nil {
-		db.db.Close()
 		return nil, fmt.Errorf("durable: heartbeat: %w", err)
 	}
 	lctx, cancel := context.WithCancel(context.Background())
@@ -206,7 +221,22 @@ func (s *supervisor) supervise(ctx context.Context) error {
 func (s *supervisor) stop() {
 	s.cancel()
 	s.wg.Wait()
-	s.db.db.Close()
+}
+
+// auxDB opens, at its first use, the connection to the runtime's own
+// tables (the lease, the executions of recovered runs) in the same
+// database. Close closes it.
+func (rt *Runtime) auxDB(ctx context.Context) (*leaseDB, error) {
+	rt.auxMu.Lock()
+	defer rt.auxMu.Unlock()
+	if rt.aux == nil {
+		db, err := openLeaseDB(ctx, rt.dsn)
+		if err != nil {
+			return nil, err
+		}
+		rt.aux = db
+	}
+	return rt.aux, nil
 }
 
 // resumeExecutor re-enqueues the pending workflows that executor ex

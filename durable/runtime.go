@@ -152,6 +152,9 @@ type Runtime struct {
 	dsn    string
 	super  *supervisor
 
+	auxMu sync.Mutex
+	aux   *leaseDB // see auxDB
+
 	mu       sync.Mutex
 	agents   map[string]Factory
 	launched bool
@@ -271,7 +274,7 @@ func (rt *Runtime) Launch(ctx context.Context) error {
 		return fmt.Errorf("durable: launch: %w", err)
 	}
 	if rt.cfg.lease > 0 && (rt.queue != "" || rt.cfg.leaseSet) {
-		s, err := startSupervisor(ctx, rt, rt.dsn)
+		s, err := startSupervisor(ctx, rt)
 		if err != nil {
 			return fmt.Errorf("durable: launch: %w", err)
 		}
@@ -303,6 +306,11 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if err := dbos.Shutdown(rt.dctx, timeout); err != nil {
 		rt.closeErr = fmt.Errorf("durable: close: %w", err)
 	}
+	rt.auxMu.Lock()
+	if rt.aux != nil {
+		rt.aux.db.Close()
+	}
+	rt.auxMu.Unlock()
 	return rt.closeErr
 }
 
@@ -653,11 +661,10 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		return runOutput{}, fmt.Errorf("durable: build agent %q: %w", in.Agent, err)
 	}
 	defer agent.Close(context.WithoutCancel(ctx))
-	// A re-execution after a crash is not marked with
-	// harness.ContextRecovered yet: that needs a reliable attempt count
-	// (DBOS's recovery_attempts is reset by ResumeWorkflows). See the
-	// package doc, "Not done".
 	hctx := harness.ContextWithRunID(context.WithValue(ctx, wfKey{}, ctx), runID)
+	if n := rt.execution(ctx, runID); n > 1 {
+		hctx = harness.ContextRecovered(hctx, n)
+	}
 	res, err := agent.Run(hctx, in.Input)
 	for n := 1; res != nil && res.Status == harness.StatusPaused; n++ {
 		out := toOutput(res)
@@ -688,6 +695,35 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		out.Session = data
 	}
 	return out, nil
+}
+
+// execution returns which execution of the run this is: 1 for a run
+// with no recorded step, else (a re-execution after its process stopped:
+// recovery at Launch, a lease supervisor's resume) one more than the
+// executions counted so far in the runtime's own table. DBOS's
+// recovery_attempts cannot serve: ResumeWorkflow resets it. A first
+// execution that stopped before recording a step is not told apart from
+// a first one: nothing of it was recorded. When the count cannot be read
+// the run is still marked recovered, as attempt 2.
+func (rt *Runtime) execution(ctx context.Context, runID string) int {
+	steps, err := dbos.GetWorkflowSteps(rt.dctx, runID, dbos.WithStepsLimit(1), dbos.WithStepsLoadOutput(false))
+	if err != nil {
+		rt.cfg.logger.Warn("durable: cannot tell whether a run is recovered", "run_id", runID, "error", err)
+		return 1
+	}
+	if len(steps) == 0 {
+		return 1
+	}
+	n := 2
+	db, err := rt.auxDB(ctx)
+	if err == nil {
+		n, err = db.execution(ctx, runID)
+	}
+	if err != nil {
+		rt.cfg.logger.Warn("durable: cannot count the executions of a recovered run", "run_id", runID, "error", err)
+		return 2
+	}
+	return n
 }
 
 // migrationRace tells a failed DBOS migration that lost a race with
