@@ -26,7 +26,8 @@ type Option func(*config)
 //   - logger slog.Default() at the time New is called;
 //   - a random session ID;
 //   - no retries (providers built on vendor SDKs retry themselves);
-//   - no step runner: model requests and tool calls run directly.
+//   - no step runner: model requests and tool calls run directly;
+//   - state directory DefaultStateDir, with the file store of Storage.
 type config struct {
 	provider    Provider
 	model       string
@@ -41,6 +42,9 @@ type config struct {
 	sessionID   string
 	retry       RetryPolicy
 	steps       StepRunner
+	stateDir    string
+	stateDirSet bool
+	storage     StorageBackend
 
 	tools      []*Tool
 	middleware []Middleware
@@ -142,7 +146,8 @@ func WithExtensions(ext ...Extension) Option {
 type Agent struct {
 	cfg          config
 	logger       *slog.Logger
-	providerName string // from ProviderNamer, when the provider implements it
+	providerName string         // from ProviderNamer, when the provider implements it
+	store        StorageBackend // nil: no storage
 
 	regMu sync.Mutex // guards reg and the extension contexts' handle lists
 	reg   registry
@@ -198,6 +203,7 @@ func New(opts ...Option) (*Agent, error) {
 	if c.sessionID == "" {
 		c.sessionID = newID()
 	}
+	a.store = c.newStore()
 	a.reg.tools = map[string][]*toolBinding{}
 	a.rebuild()
 
@@ -533,8 +539,15 @@ func (a *Agent) install(exts []Extension) error {
 	order := slices.Clone(exts)
 	slices.SortStableFunc(order, func(x, y Extension) int { return cmp.Compare(priority(x), priority(y)) })
 	for _, e := range order {
-		ec := &ExtensionContext{agent: a, ext: e, name: e.Name()}
-		if err := safeCall(func() error { return e.Install(ec) }); err != nil {
+		ec := &ExtensionContext{agent: a, ext: e, name: e.Name(), installing: true}
+		err := safeCall(func() error { return e.Install(ec) })
+		if err == nil {
+			err = ec.unmetErr()
+		}
+		ec.mu.Lock()
+		ec.installing = false
+		ec.mu.Unlock()
+		if err != nil {
 			ec.closeAll()
 			terr := a.teardown(context.Background(), a.exts)
 			a.exts = nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 )
 
 // DefaultPriority is the priority of an extension that does not implement
@@ -83,6 +84,11 @@ type ExtensionContext struct {
 	ext     Extension
 	name    string
 	handles []*Handle // guarded by agent.regMu
+
+	mu         sync.Mutex
+	installing bool                // Install is running
+	checked    map[Feature]bool    // features asked about with Supports
+	unmet      []*UnsupportedError // missing features used during Install
 }
 
 // Name returns the extension's name.
