@@ -96,6 +96,48 @@
 // not a root (a subagent's, or under the application's span) belongs to
 // its parent's trace.
 //
+// # Metrics
+//
+// With [WithMeterProvider] the extension also records metrics through the
+// OpenTelemetry metrics API (without it, none, at no cost; it never uses
+// the global MeterProvider). The names, units and attributes of the GenAI
+// conventions come from go.opentelemetry.io/otel/semconv/v1.41.0:
+//
+//   - gen_ai.client.token.usage ({token}, histogram): the input and output
+//     tokens of each model request, with gen_ai.token.type input or output,
+//     gen_ai.operation.name=chat, gen_ai.provider.name,
+//     gen_ai.request.model and gen_ai.response.model. Input tokens include
+//     the cached ones and output tokens the reasoning ones, as
+//     harness.Usage counts them;
+//   - harnessx.client.token.usage.detail ({token}, histogram): the same
+//     requests' cache_read, cache_creation and reasoning tokens, by
+//     harnessx.token.type, recorded when not zero. The conventions have no
+//     gen_ai.token.type for them, and as parts of the input and output
+//     tokens they are a metric of their own, so that a sum of
+//     gen_ai.client.token.usage over its token types counts each token once;
+//   - gen_ai.client.operation.duration (s, histogram): each model request
+//     attempt, with the attributes above and, when it failed, error.type;
+//   - gen_ai.client.operation.time_to_first_chunk (s, histogram): for
+//     streamed replies, from the start of the request (as the model
+//     interceptor sees it) to the first chunk the provider reported
+//     (harness.ModelResponse.FirstChunkAt); not recorded for replies that
+//     were not streamed;
+//   - harnessx.tool.duration (s, histogram): each tool call, with
+//     gen_ai.tool.name and harnessx.tool.status;
+//   - harnessx.run.duration (s, histogram): each run (a Run, or a Resume
+//     after approvals), with gen_ai.agent.name, harnessx.run.status and,
+//     for a failed run, error.type.
+//
+// The conventions define no metric for tool calls or agent runs, and
+// gen_ai.client.operation.duration is meant for model requests (it
+// requires gen_ai.provider.name), hence the harnessx.* names. Durations use
+// the conventions' advised buckets (up to about 82 s; runs and tool calls
+// up to about 11 minutes), token counts theirs (powers of 4). Metrics do
+// not depend on sampling: a run whose spans are not sampled is measured
+// too. Recordings carry the span's context, so an SDK that keeps exemplars
+// links them to the chat span. The exporters package builds
+// MeterProviders (exporters.MetersFromEnv and the others).
+//
 // # Content capture
 //
 // Prompts, messages, tool arguments and results are recorded by default.

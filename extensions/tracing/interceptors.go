@@ -72,8 +72,15 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 			span.End()
 		}
 	}()
+	var start time.Time
+	if e.m != nil {
+		start = time.Now()
+	}
 	res := next(ctx)
 	ended = true
+	if e.m != nil {
+		e.m.recordRun(ctx, start, info, res)
+	}
 	if span.IsRecording() {
 		e.endRun(span, &r, info, res)
 	}
@@ -197,6 +204,9 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 	start := time.Now()
 	resp, err := next(ctx, req)
 	ended = true
+	if e.m != nil {
+		e.m.recordModel(ctx, e, start, req, resp, err, -1)
+	}
 	if span.IsRecording() {
 		e.endModel(ctx, span, &r, name, start, req, resp, err)
 	}
@@ -400,8 +410,15 @@ func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall
 			span.End()
 		}
 	}()
+	var start time.Time
+	if e.m != nil {
+		start = time.Now()
+	}
 	res := next(ctx, call)
 	ended = true
+	if e.m != nil {
+		e.m.recordTool(ctx, start, call, res)
+	}
 	if span.IsRecording() {
 		e.endTool(span, &r, call, res)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -71,10 +72,13 @@ type Option func(*config)
 //   - max attribute bytes DefaultMaxAttributeBytes (64 KiB);
 //   - provider name from the provider (harness.ProviderNamer), else
 //     learnt from the responses ("unknown" until then);
-//   - no gen_ai.prompt / gen_ai.completion copies.
+//   - no gen_ai.prompt / gen_ai.completion copies;
+//   - no metrics (no MeterProvider).
 type config struct {
 	tp           trace.TracerProvider
 	tpSet        bool
+	mp           metric.MeterProvider
+	mpSet        bool
 	capture      bool
 	captureSet   bool
 	redact       func(key, value string) string
@@ -89,6 +93,15 @@ type config struct {
 // extension never sets the global provider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp, c.tpSet = tp, true }
+}
+
+// WithMeterProvider makes the extension record the GenAI metrics too,
+// with instruments from mp (see the package documentation, Metrics).
+// Default: no metrics, at no cost; the extension never uses the global
+// MeterProvider. exporters.NewMeterProvider and exporters.MetersFromEnv
+// build one.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.mp, c.mpSet = mp, true }
 }
 
 // WithCaptureContent turns the recording of prompts, messages, tool
@@ -161,6 +174,7 @@ type Extension struct {
 	cfg       config
 	tracer    trace.Tracer
 	tp        trace.TracerProvider // set at Install
+	m         *meters              // set at Install; nil without metrics
 	ec        *harness.ExtensionContext
 	installed atomic.Bool
 
@@ -232,6 +246,9 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 	if c.tpSet && c.tp == nil {
 		return &ConfigError{Option: "WithTracerProvider", Reason: "nil TracerProvider"}
 	}
+	if c.mpSet && c.mp == nil {
+		return &ConfigError{Option: "WithMeterProvider", Reason: "nil MeterProvider"}
+	}
 	if c.maxBytes <= 0 {
 		return &ConfigError{Option: "WithMaxAttributeBytes", Reason: fmt.Sprintf("%d is not positive", c.maxBytes)}
 	}
@@ -244,6 +261,14 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 	}
 	if !c.captureSet {
 		c.capture = captureFromEnv(os.Getenv(CaptureContentEnv))
+	}
+	if c.mp != nil {
+		m, err := newMeters(c.mp)
+		if err != nil {
+			e.installed.Store(false)
+			return fmt.Errorf("tracing: creating instruments: %w", err)
+		}
+		e.m = m
 	}
 	e.tp = tp
 	e.tracer = tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL))
