@@ -49,6 +49,47 @@
 // cancelled, retries stop, queued batches are not sent, and no goroutine
 // of the provider keeps talking to the backend.
 //
+// # Tail sampling
+//
+// [WithTailSampling] (or HARNESSX_TAIL_SAMPLING, a probability, with
+// HARNESSX_TAIL_SAMPLING_LATENCY, a Go duration) puts a [TailSampler] in
+// front of a provider's backends. It buffers a trace's ended spans until
+// the trace's root — the outermost invoke_agent span, or a span with no
+// local parent — ends, then keeps the whole trace when a span has status
+// Error, when the root lasted at least the latency threshold (default
+// 30s), or when the trace ID falls in the probabilistic share (default
+// 10%); otherwise it drops it. The share is decided from the 56 low bits
+// of the trace ID, the randomness of W3C Trace Context Level 2 and of
+// OpenTelemetry's consistent probability sampling (kept when they are at
+// least (1-p)·2^56), so every process given the same probability keeps
+// the same traces, and a trace kept at p is kept at any larger p. (The
+// collector's tail_sampling processor hashes the trace ID its own way: it
+// agrees with itself across collectors, not with this sampler.)
+//
+// The sampler is a span processor that wraps the backends' processors,
+// not an exporter: it sees each span as it ends, before any backend
+// queues it, so a dropped trace never takes room in a backend's queue nor
+// counts as exported, one buffer and one decision serve every backend,
+// and a kept trace then goes through each backend's bounded queue and
+// loss accounting as usual. Processors added with [WithSpanProcessor],
+// such as the flight recorder's, are not behind it: they see every span.
+//
+// Memory is bounded: at most 1000 traces, 1000 spans per trace and 10000
+// spans in all by default ([WithMaxTraces], [WithMaxSpansPerTrace],
+// [WithMaxSpans]). When a bound is reached, the oldest incomplete trace is
+// decided early on the spans it has (an error span, a start at least the
+// latency threshold ago, or the probabilistic share keep it). Spans past
+// the per-trace bound are dropped; their error status still counts.
+// [Provider.Stats] reports every decision and every dropped, evicted or
+// buffered span in Stats.TailSampling. [Provider.ForceFlush] exports the
+// decided traces but leaves running ones buffered; [Provider.Shutdown]
+// decides them on what they have, as an eviction does.
+//
+// For several processes, sample in an OpenTelemetry Collector instead:
+// deploy/otel-collector.yaml (docker-compose.otel.yml) has a tail-sampling
+// pipeline, and deploy/jaeger-tailsampling.yaml runs the same policies in
+// the Jaeger v2 binary alone.
+//
 // # The file format
 //
 // The file backend writes one OTLP ExportTraceServiceRequest per line in

@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // FromEnv returns a provider that sends spans to every backend the
@@ -133,4 +135,41 @@ func selectBackends(c *config) ([]string, error) {
 		names = append(names, "file")
 	}
 	return names, nil
+}
+
+// Environment variables that turn tail sampling on (see [WithTailSampling]).
+const (
+	// EnvTailSampling, when set to a probability in [0, 1], puts a
+	// [TailSampler] keeping that share of ordinary traces in front of the
+	// backends of every builder; "off" or empty leaves it out.
+	EnvTailSampling = "HARNESSX_TAIL_SAMPLING"
+	// EnvTailSamplingLatency sets the sampler's latency threshold as a Go
+	// duration ("30s"; "0" turns the rule off). It is read only when
+	// EnvTailSampling turns the sampler on.
+	EnvTailSamplingLatency = "HARNESSX_TAIL_SAMPLING_LATENCY"
+)
+
+// tailSettings returns the tail sampler's options: those of
+// WithTailSampling, else those the environment gives.
+func tailSettings(c *config) ([]TailOption, bool, error) {
+	if c.tailSet {
+		return c.tailOpts, true, nil
+	}
+	v := strings.TrimSpace(os.Getenv(EnvTailSampling))
+	if v == "" || strings.EqualFold(v, "off") {
+		return nil, false, nil
+	}
+	p, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s=%q is not a probability in [0, 1]", ErrInvalidTailSampling, EnvTailSampling, v)
+	}
+	opts := []TailOption{WithKeepProbability(p)}
+	if l := strings.TrimSpace(os.Getenv(EnvTailSamplingLatency)); l != "" {
+		d, err := time.ParseDuration(l)
+		if err != nil {
+			return nil, false, fmt.Errorf("%w: %s=%q is not a duration: %v", ErrInvalidTailSampling, EnvTailSamplingLatency, l, err)
+		}
+		opts = append(opts, WithLatencyThreshold(d))
+	}
+	return opts, true, nil
 }

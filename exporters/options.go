@@ -28,6 +28,8 @@ type Option func(*config)
 //   - queue: 2048 spans per backend, batches of up to 512 spans, sent at
 //     least every 2s; one export may take 10s;
 //   - logger: slog.Default() when the builder is called;
+//   - tail sampling: off, unless HARNESSX_TAIL_SAMPLING is set (see
+//     [WithTailSampling]);
 //   - ID generator: [RunTraceIDs].
 type config struct {
 	serviceName string
@@ -55,6 +57,8 @@ type config struct {
 
 	processors []sdktrace.SpanProcessor
 	tpOptions  []sdktrace.TracerProviderOption
+	tailOpts   []TailOption
+	tailSet    bool
 	idGen      sdktrace.IDGenerator
 	idGenSet   bool
 }
@@ -192,4 +196,15 @@ func WithIDGenerator(g sdktrace.IDGenerator) Option {
 // own resource and processors.
 func WithTracerProviderOptions(opts ...sdktrace.TracerProviderOption) Option {
 	return func(c *config) { c.tpOptions = append(c.tpOptions, opts...) }
+}
+
+// WithTailSampling puts a [TailSampler] with opts in front of the
+// provider's backends: one buffer and one decision per trace, shared by
+// every backend. Processors added with [WithSpanProcessor] (the flight
+// recorder's) still see every span. [Provider.Stats] reports the
+// sampler's counts in Stats.TailSampling. It overrides the
+// HARNESSX_TAIL_SAMPLING variables; a bad option makes the builder return
+// an error wrapping [ErrInvalidTailSampling].
+func WithTailSampling(opts ...TailOption) Option {
+	return func(c *config) { c.tailOpts, c.tailSet = append([]TailOption(nil), opts...), true }
 }

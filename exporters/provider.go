@@ -30,6 +30,7 @@ type Provider struct {
 
 	tp       *sdktrace.TracerProvider
 	backends []*backend
+	tail     *TailSampler // nil without tail sampling
 	logger   *slog.Logger
 
 	shutdownOnce sync.Once
@@ -59,6 +60,10 @@ type Stats struct {
 	Dropped int64
 	// Backends holds the counts of each backend, in order.
 	Backends []BackendStats
+	// TailSampling holds the tail sampler's counts; zero without tail
+	// sampling ([WithTailSampling]). Spans it drops by decision are not
+	// lost: they are not in Dropped.
+	TailSampling TailSamplingStats
 }
 
 // Lost returns Failed + Dropped.
@@ -92,12 +97,37 @@ func newProvider(ctx context.Context, c *config, specs []backendSpec) (*Provider
 		}
 		return nil, err
 	}
+	tailOpts, tailOn, err := tailSettings(c)
+	if err == nil && tailOn {
+		_, err = newTailConfig(tailOpts)
+	}
+	if err != nil {
+		for _, s := range specs {
+			_ = s.exporter.Shutdown(ctx)
+		}
+		return nil, err
+	}
 	p := &Provider{logger: c.logger}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	var down fanout
 	for _, s := range specs {
 		b := newBackend(s, c)
 		p.backends = append(p.backends, b)
-		opts = append(opts, sdktrace.WithSpanProcessor(b))
+		down = append(down, b)
+	}
+	switch {
+	case tailOn && len(down) > 0:
+		var next sdktrace.SpanProcessor = down
+		if len(down) == 1 {
+			next = down[0]
+		}
+		// Validated above, so it cannot fail.
+		p.tail, _ = NewTailSampler(next, tailOpts...)
+		opts = append(opts, sdktrace.WithSpanProcessor(p.tail))
+	default:
+		for _, b := range down {
+			opts = append(opts, sdktrace.WithSpanProcessor(b))
+		}
 	}
 	for _, sp := range c.processors {
 		opts = append(opts, sdktrace.WithSpanProcessor(sp))
@@ -177,6 +207,9 @@ func (p *Provider) Stats() Stats {
 		s.Dropped += bs.Dropped
 		s.Backends = append(s.Backends, bs)
 	}
+	if p.tail != nil {
+		s.TailSampling = p.tail.Stats()
+	}
 	return s
 }
 
@@ -201,6 +234,10 @@ func (p *Provider) ForceFlush(ctx context.Context) error {
 func (p *Provider) Shutdown(ctx context.Context) error {
 	p.shutdownOnce.Do(func() {
 		err := p.tp.Shutdown(ctx)
+		if p.tail != nil {
+			// As for the backends below: the SDK may have skipped it.
+			_ = p.tail.Shutdown(ctx)
+		}
 		for _, b := range p.backends {
 			// The SDK skips the processors left when ctx ends during
 			// another's shutdown; each backend must still stop, or its
@@ -420,3 +457,34 @@ func (e countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Read
 }
 
 func (e countingExporter) Shutdown(ctx context.Context) error { return e.b.inner.Shutdown(ctx) }
+
+// fanout passes every span to each of its processors, in order.
+type fanout []sdktrace.SpanProcessor
+
+func (f fanout) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	for _, p := range f {
+		p.OnStart(ctx, s)
+	}
+}
+
+func (f fanout) OnEnd(s sdktrace.ReadOnlySpan) {
+	for _, p := range f {
+		p.OnEnd(s)
+	}
+}
+
+func (f fanout) ForceFlush(ctx context.Context) error {
+	var errs []error
+	for _, p := range f {
+		errs = append(errs, p.ForceFlush(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (f fanout) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, p := range f {
+		errs = append(errs, p.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
+}
