@@ -106,6 +106,9 @@ func TestCallerStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := ext1.Results()[0]
+	if st := ext1.Stats(); st != (Stats{Spilled: 1}) {
+		t.Errorf("Stats = %+v, want one result spilled", st)
+	}
 	if arts, err := ext1.Artifacts(t.Context()); err != nil || len(arts) != 0 {
 		t.Errorf("artifacts of a store without files: %v, %v", arts, err)
 	}
@@ -139,7 +142,7 @@ func TestCallerStore(t *testing.T) {
 // TestStoreFailureKeepsResult checks that a result that cannot be stored
 // reaches the model unchanged: nothing is lost.
 func TestStoreFailureKeepsResult(t *testing.T) {
-	content := textData(500)
+	content := textData(2000) // over the threshold: the store is asked
 	ext := New(WithStore(&memStore{data: map[string][]byte{}, failPut: true}))
 	p := harnesstest.NewScriptedProvider(harnesstest.CallTool("c1", "dump", nil), harnesstest.Reply("ok"))
 	a := newAgent(t, ext, p, bigTool("dump", content, false))
@@ -154,5 +157,8 @@ func TestStoreFailureKeepsResult(t *testing.T) {
 	}
 	if n := len(ext.Results()); n != 0 {
 		t.Errorf("%d results recorded", n)
+	}
+	if st := ext.Stats(); st != (Stats{StoreFailures: 1, StoreFailedBytes: int64(len(content))}) {
+		t.Errorf("Stats = %+v, want one failure of %d bytes", st, len(content))
 	}
 }

@@ -32,8 +32,8 @@
 // and the end of the result. Error results are spilled too, keeping
 // IsError: a huge stack trace floods the context as much as a huge answer.
 // The results of read_result itself are never spilled. If storing fails,
-// the result passes through unchanged and the failure is logged: nothing is
-// lost. The original tool never runs again to read a stored result.
+// the result passes through unchanged and the failure is logged and counted
+// ([Extension.Stats]): nothing is lost. The original tool never runs again to read a stored result.
 //
 // # The read_result tool
 //

@@ -125,6 +125,8 @@ type Extension struct {
 	// fresh megabyte buffers cost page faults on every search.
 	searchBufs sync.Pool
 
+	stats counters
+
 	mu       sync.Mutex
 	logger   *slog.Logger
 	store    Store     // nil until the first spill, or the caller's
@@ -209,7 +211,8 @@ type resultMiddleware struct{ e *Extension }
 // envelope. Error results are spilled too: a huge stack trace floods the
 // context as much as a huge answer; the envelope keeps IsError. Results of
 // read_result are never spilled (its output is capped). If storing fails,
-// the result is left as it is (nothing is lost) and the failure is logged.
+// the result is left as it is (nothing is lost), the failure is logged and
+// counted in Stats.
 func (m resultMiddleware) AfterToolExecution(ctx context.Context, call *harness.ToolCall, r *harness.ToolResult) error {
 	e := m.e
 	if r == nil || r.Name == ToolName || call.Name == ToolName || len(r.Content) <= e.cfg.threshold {
@@ -217,6 +220,8 @@ func (m resultMiddleware) AfterToolExecution(ctx context.Context, call *harness.
 	}
 	res, err := e.spill(ctx, call.Name, call.ID, r.IsError, strings.NewReader(r.Content))
 	if err != nil {
+		e.stats.failures.Add(1)
+		e.stats.failedBytes.Add(int64(len(r.Content)))
 		e.log().Warn("spill: could not store a large tool result; passing it through unchanged",
 			"tool", call.Name, "call_id", call.ID, "size", len(r.Content), "err", err)
 		return nil
@@ -281,6 +286,7 @@ func (e *Extension) spill(ctx context.Context, tool, callID string, isErr bool, 
 	}
 	e.results[id] = &entry{meta: m, store: st, dir: dir, verified: verified, lines: c.lines.index}
 	e.mu.Unlock()
+	e.stats.spilled.Add(1)
 	tail := c.tailBytes()
 	return Result{Meta: m, Envelope: m.envelope(c.head, tail, e.cfg.preview, cols)}, nil
 }
