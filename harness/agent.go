@@ -268,7 +268,9 @@ func (a *Agent) Reset() {
 	a.prefix.reset()
 }
 
-// Tool returns the active tool of that name.
+// Tool returns the tool of that name in the catalog: the active
+// registration of the name, after the tool transforms, offered to the
+// model or not (see [SessionTools]).
 func (a *Agent) Tool(name string) (*Tool, bool) {
 	t, ok := a.snap.Load().tools[name]
 	return t, ok
@@ -276,7 +278,7 @@ func (a *Agent) Tool(name string) (*Tool, bool) {
 
 // Inventory lists what is registered on an agent, for tests and diagnostics.
 type Inventory struct {
-	Tools           []string // active tool names, in definition order
+	Tools           []string // the catalog's tool names, deferred ones included, in catalog order
 	Middleware      []Middleware
 	Hooks           map[HookEvent]int // how many hooks each event has
 	PromptProviders int
@@ -287,8 +289,8 @@ type Inventory struct {
 func (a *Agent) Inventory() Inventory {
 	s := a.snap.Load()
 	inv := Inventory{Hooks: map[HookEvent]int{}, PromptProviders: len(s.prompts)}
-	for _, d := range s.defs {
-		inv.Tools = append(inv.Tools, d.Name)
+	for _, t := range s.catalog {
+		inv.Tools = append(inv.Tools, t.Name)
 	}
 	inv.Middleware = slices.Clone(s.middleware)
 	for e := HookEvent(1); e < numHookEvents; e++ {
@@ -361,6 +363,8 @@ type registry struct {
 	middleware []*entry[Middleware]
 	hooks      [numHookEvents][]*entry[Hook]
 	prompts    []*entry[func() string]
+	transforms []*entry[ToolTransform]
+	active     map[string]bool // the session's activated tools
 }
 
 type toolBinding struct{ tool *Tool }
@@ -369,8 +373,10 @@ type entry[T any] struct{ v T }
 
 // snapshot is what a run reads: built on each registration change.
 type snapshot struct {
-	tools      map[string]*Tool
-	defs       []ToolDefinition
+	catalog    []*Tool          // the tools after the transforms
+	tools      map[string]*Tool // the catalog by name
+	hidden     map[string]bool  // deferred tools the session has not activated; nil when none
+	defs       []ToolDefinition // the offered tools
 	middleware []Middleware
 	reqMW      []ModelRequestMiddleware
 	respMW     []ModelResponseMiddleware
@@ -386,11 +392,17 @@ type snapshot struct {
 // rebuild makes a new snapshot from reg. The caller holds regMu (or owns a
 // during New).
 func (a *Agent) rebuild() {
-	s := &snapshot{tools: make(map[string]*Tool, len(a.reg.toolOrder))}
-	for _, name := range a.reg.toolOrder {
-		stack := a.reg.tools[name]
-		t := stack[len(stack)-1].tool
-		s.tools[name] = t
+	s := &snapshot{catalog: a.catalog()}
+	s.tools = make(map[string]*Tool, len(s.catalog))
+	for _, t := range s.catalog {
+		s.tools[t.Name] = t
+		if t.Deferred && !a.reg.active[t.Name] {
+			if s.hidden == nil {
+				s.hidden = map[string]bool{}
+			}
+			s.hidden[t.Name] = true
+			continue
+		}
 		s.defs = append(s.defs, t.Definition())
 	}
 	for _, e := range a.reg.middleware {

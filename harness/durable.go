@@ -287,6 +287,9 @@ type toolScope struct {
 	step int32 // the model step of the call
 	pos  int32 // the call's position in the response
 	asks atomic.Int32
+
+	mu       sync.Mutex
+	activate []string // from ActivateTools
 }
 
 // Value returns the scope for scopeKey and asks the parent otherwise.
@@ -484,7 +487,7 @@ func AskUser(ctx context.Context, req AskRequest) (Answer, error) {
 	if err := req.validate(); err != nil {
 		return Answer{}, err
 	}
-	t := s.a.snap.Load().tools[s.orig.Name]
+	t := s.a.snap.Load().lookup(s.orig.Name)
 	if s.st != nil {
 		t = s.st.Tool
 	}

@@ -101,6 +101,13 @@ type ToolResult struct {
 	IsError bool `json:"is_error,omitempty"`
 	// Status classifies the outcome for observers.
 	Status ToolStatus `json:"status,omitempty"`
+	// Activate names deferred tools that the session offers to the model
+	// from the next request on (see [SessionTools]). The engine sets it
+	// from [ActivateTools]; a result middleware may set it too. It is
+	// applied once the call's step is done, from the result a durable
+	// runtime recorded as well, so a recovered run activates the same
+	// tools.
+	Activate []string `json:"activate,omitempty"`
 }
 
 // UserMessage returns a user message holding text.

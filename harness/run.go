@@ -500,9 +500,9 @@ func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, 
 			continue
 		}
 		j := i + 1
-		if t := s.tools[calls[i].Name]; t != nil && t.Concurrent {
+		if t := s.lookup(calls[i].Name); t != nil && t.Concurrent {
 			for j < len(calls) && results[j] == nil {
-				if t := s.tools[calls[j].Name]; t == nil || !t.Concurrent {
+				if t := s.lookup(calls[j].Name); t == nil || !t.Concurrent {
 					break
 				}
 				j++
@@ -521,6 +521,7 @@ func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, 
 		}
 		i = j
 	}
+	a.applyActivations(results)
 }
 
 // toolSteps runs calls[i:j], one group, through the step runner.
@@ -529,7 +530,7 @@ func (a *Agent) toolSteps(ctx context.Context, s *snapshot, res *RunResult, call
 	for k := range steps {
 		c := &calls[i+k]
 		st := &Step{Kind: StepTool, RunID: res.RunID, Key: toolKey(res.RunID, res.Steps, c.ID, i+k), Index: res.Steps,
-			Call: c, Tool: s.tools[c.Name], Resumed: decisions[c.ID] != nil}
+			Call: c, Tool: s.lookup(c.Name), Resumed: decisions[c.ID] != nil}
 		if st.Tool != nil {
 			st.Replay = st.Tool.ReplayPolicy
 		}
@@ -619,7 +620,7 @@ func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call 
 }
 
 func (a *Agent) toolExec(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
-	t := s.tools[call.Name]
+	t := s.lookup(call.Name)
 	if t == nil {
 		names := make([]string, len(s.defs))
 		for i, d := range s.defs {
@@ -734,7 +735,7 @@ func (a *Agent) execute(ctx context.Context, t *Tool, call *ToolCall) *ToolResul
 		}
 		return errorResult(call, ToolError, o.err.Error())
 	}
-	return &ToolResult{CallID: call.ID, Name: call.Name, Content: o.content, Status: ToolOK}
+	return &ToolResult{CallID: call.ID, Name: call.Name, Content: o.content, Status: ToolOK, Activate: takeActivations(ctx)}
 }
 
 func invoke(ctx context.Context, t *Tool, input json.RawMessage) (o outcome) {

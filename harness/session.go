@@ -22,10 +22,12 @@ type sessionData struct {
 	Messages   []Message                  `json:"messages"`
 	Pending    *pendingRun                `json:"pending,omitempty"`
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
+	// ActiveTools are the deferred tools the session activated.
+	ActiveTools []string `json:"active_tools,omitempty"`
 }
 
-// SaveSession captures the conversation, the pending approvals and each
-// extension's state ([SessionSaver]) as versioned JSON. It waits for a
+// SaveSession captures the conversation, the pending approvals, the
+// activated deferred tools and each extension's state ([SessionSaver]) as versioned JSON. It waits for a
 // running Run. A state that is not JSON-compatible (NaN, Inf, a function)
 // is an error naming the extension.
 //
@@ -45,6 +47,9 @@ func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
 		Model:     a.cfg.model,
 		Messages:  msgs,
 		Pending:   pending,
+	}
+	if act := a.Tools().Active(); len(act) > 0 {
+		d.ActiveTools = act
 	}
 	if d.Messages == nil {
 		d.Messages = []Message{}
@@ -116,6 +121,13 @@ func LoadSession(ctx context.Context, data []byte, opts ...Option) (*Agent, erro
 	}
 	a.messages = d.Messages
 	a.pending = d.Pending
+	if len(d.ActiveTools) > 0 {
+		// Kept whether or not the tools are in the catalog yet: a source
+		// may add them later (a server that connects).
+		a.regMu.Lock()
+		a.activate(d.ActiveTools)
+		a.regMu.Unlock()
+	}
 	return a, nil
 }
 
@@ -159,6 +171,11 @@ func decodeSession(data []byte) (*sessionData, error) {
 	if p := d.Pending; p != nil {
 		if err := checkPending(p, len(d.Messages)); err != nil {
 			return nil, loadErr("pending approvals", err)
+		}
+	}
+	for _, name := range d.ActiveTools {
+		if name == "" {
+			return nil, loadErr("active_tools: an empty tool name", nil)
 		}
 	}
 	for name, raw := range d.Extensions {

@@ -66,9 +66,15 @@ type Tool struct {
 	ReplayPolicy ReplayPolicy
 	// Timeout bounds one call; 0 means no bound beyond the run's context.
 	Timeout time.Duration
+	// Deferred keeps the tool in the catalog but out of the model's
+	// offered tools until the session activates it (see [SessionTools]).
+	// A call of a deferred tool that is not active gets the unknown-tool
+	// error result.
+	Deferred bool
 
-	schema *jsonschema.Resolved
-	fast   *flatCheck
+	schema    *jsonschema.Resolved
+	schemaSrc json.RawMessage // the InputSchema that schema was compiled from
+	fast      *flatCheck
 }
 
 // Definition returns what the model is told about t.
@@ -87,8 +93,8 @@ func (t *Tool) prepare() error {
 	if t.Handler == nil {
 		return fmt.Errorf("%w: %q has no handler", ErrInvalidTool, t.Name)
 	}
-	if t.schema != nil {
-		return nil
+	if t.schema != nil && sameSlice(t.schemaSrc, t.InputSchema) {
+		return nil // compiled; a copy with a new schema compiles it again
 	}
 	if len(t.InputSchema) == 0 {
 		return fmt.Errorf("%w: %q has no input schema", ErrInvalidTool, t.Name)
@@ -104,7 +110,7 @@ func (t *Tool) prepare() error {
 	if err != nil {
 		return fmt.Errorf("%w: %q: input schema: %v", ErrInvalidTool, t.Name, err)
 	}
-	t.schema = r
+	t.schema, t.schemaSrc = r, t.InputSchema
 	t.fast = newFlatCheck(&s)
 	return nil
 }
