@@ -14,6 +14,11 @@
 // `go build` in tools/ — several minutes, logged. A test that cannot get a
 // binary fails; in -short mode it is skipped instead.
 //
+// [WithConfigFile] runs Jaeger with a configuration file instead — for
+// instance deploy/jaeger-tailsampling.yaml, whose traces pipeline passes
+// through the collector's tail_sampling processor — still on free
+// loopback ports; [WithSet] and [WithEnv] tune it per test.
+//
 // [Jaeger.FindTraces] and [Jaeger.WaitForSpans] query
 // GET /api/v3/traces and decode its OTLP JSON result into [Span]s.
 package jaegertest

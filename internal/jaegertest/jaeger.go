@@ -1,11 +1,13 @@
 package jaegertest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,15 +33,51 @@ type Jaeger struct {
 // startTimeout bounds how long Jaeger may take to answer.
 const startTimeout = 60 * time.Second
 
+// Option changes how [Start] runs Jaeger.
+type Option func(*startConfig)
+
+type startConfig struct {
+	configFile string
+	set        []string
+	env        []string
+}
+
+// WithConfigFile runs Jaeger with the configuration file at path
+// (--config=file:path) instead of its built-in all-in-one configuration.
+// The file must define the otlp receiver and the jaeger_storage and
+// jaeger_query extensions: Start still overrides their endpoints with
+// free loopback ports and the service's extensions and receivers, as
+// [Args] lists; the file chooses the rest (processors, exporters,
+// storage). A relative path is taken from the module root (the directory
+// with tools/go.mod), so deploy/jaeger-tailsampling.yaml works from any
+// package's test.
+func WithConfigFile(path string) Option { return func(c *startConfig) { c.configFile = path } }
+
+// WithSet adds --set=prop flags, after Start's own, e.g.
+// "processors.tail_sampling.decision_wait=1s".
+func WithSet(props ...string) Option {
+	return func(c *startConfig) { c.set = append(c.set, props...) }
+}
+
+// WithEnv adds KEY=VALUE variables to Jaeger's environment, after
+// [Env]'s; a configuration file reads them as ${env:KEY}.
+func WithEnv(kv ...string) Option {
+	return func(c *startConfig) { c.env = append(c.env, kv...) }
+}
+
 // Start runs Jaeger for the duration of t (see the package documentation)
 // and returns once it accepts spans and queries. It fails t if Jaeger
 // cannot start; the process is killed by its PID when t ends.
-func Start(t testing.TB) *Jaeger {
+func Start(t testing.TB, opts ...Option) *Jaeger {
 	t.Helper()
 	bin := Binary(t)
+	c, err := newStartConfig(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var lastErr error
 	for range 3 { // a free port may be taken between choosing and binding it
-		j, err := start(t, bin)
+		j, err := startOn(t, bin, 0, c)
 		if err == nil {
 			return j
 		}
@@ -55,10 +93,55 @@ func Start(t testing.TB) *Jaeger {
 // the query port free. It returns an error when Jaeger cannot start, for
 // instance because another process took the port: the caller decides
 // whether that skips or fails its test.
-func StartOTLPPort(t testing.TB, otlpPort int) (*Jaeger, error) {
+func StartOTLPPort(t testing.TB, otlpPort int, opts ...Option) (*Jaeger, error) {
 	t.Helper()
 	bin := Binary(t)
-	return startOn(t, bin, otlpPort)
+	c, err := newStartConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return startOn(t, bin, otlpPort, c)
+}
+
+// newStartConfig applies opts and resolves and checks the config file.
+func newStartConfig(opts []Option) (startConfig, error) {
+	var c startConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.configFile == "" {
+		return c, nil
+	}
+	if !filepath.IsAbs(c.configFile) {
+		root, err := repoRoot()
+		if err != nil {
+			return c, err
+		}
+		c.configFile = filepath.Join(root, c.configFile)
+	}
+	if fi, err := os.Stat(c.configFile); err != nil || fi.IsDir() {
+		if err == nil {
+			err = errors.New("is a directory")
+		}
+		return c, fmt.Errorf("jaegertest: config file: %w", err)
+	}
+	return c, nil
+}
+
+// command returns the arguments for the given ports: --config first when a
+// file is given, then Args, then the extra --set flags.
+func (c startConfig) command(queryPort, otlpPort int) []string {
+	var args []string
+	if c.configFile != "" {
+		args = append(args, "--config=file:"+c.configFile)
+	}
+	args = append(args, Args(queryPort, otlpPort)...)
+	for _, p := range c.set {
+		args = append(args, "--set="+p)
+	}
+	return args
 }
 
 // TracesURL returns the OTLP/HTTP traces URL.
@@ -91,10 +174,8 @@ func Env() []string {
 	return []string{"OTEL_TRACES_SAMPLER=always_off", "JAEGER_LISTEN_HOST=127.0.0.1"}
 }
 
-func start(t testing.TB, bin string) (*Jaeger, error) { return startOn(t, bin, 0) }
-
 // startOn starts Jaeger with OTLP/HTTP on otlpPort, a free port when 0.
-func startOn(t testing.TB, bin string, otlpPort int) (*Jaeger, error) {
+func startOn(t testing.TB, bin string, otlpPort int, c startConfig) (*Jaeger, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -109,8 +190,8 @@ func startOn(t testing.TB, bin string, otlpPort int) (*Jaeger, error) {
 		client:       &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}},
 		log:          &syncBuffer{},
 	}
-	cmd := exec.Command(bin, Args(queryPort, otlpPort)...)
-	cmd.Env = append(os.Environ(), Env()...)
+	cmd := exec.Command(bin, c.command(queryPort, otlpPort)...)
+	cmd.Env = append(append(os.Environ(), Env()...), c.env...)
 	cmd.Dir = t.TempDir()
 	cmd.Stdout, cmd.Stderr = j.log, j.log
 	if err := cmd.Start(); err != nil {

@@ -3,7 +3,9 @@ package jaegertest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -159,5 +161,66 @@ func TestStartTwice(t *testing.T) {
 	var se *jaegertest.StatusError
 	if !errors.As(err, &se) {
 		t.Errorf("a search deeper than Jaeger allows: %v, want a StatusError", err)
+	}
+}
+
+// otlpJSONSpan is one root span in an OTLP/JSON export request.
+func otlpJSONSpan(service, traceID, name string, status int) string {
+	now := time.Now().UnixNano()
+	return fmt.Sprintf(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":%q}}]},
+"scopeSpans":[{"scope":{"name":"t"},"spans":[{"traceId":%q,"spanId":"00000000000000a1","name":%q,"kind":1,
+"startTimeUnixNano":"%d","endTimeUnixNano":"%d","status":{"code":%d}}]}]}]}`, service, traceID, name, now-int64(time.Millisecond), now, status)
+}
+
+// TestStartWithConfigFile runs Jaeger with the tail-sampling configuration
+// at a 0% share: an errored trace is stored, an ordinary one is not (with
+// the built-in configuration both would be).
+func TestStartWithConfigFile(t *testing.T) {
+	j := jaegertest.Start(t,
+		jaegertest.WithConfigFile("deploy/jaeger-tailsampling.yaml"),
+		jaegertest.WithEnv("HARNESSX_TAIL_PERCENT=0"),
+		jaegertest.WithSet("processors.tail_sampling.decision_wait=1s"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	service := fmt.Sprintf("jaegertest-config-%d", time.Now().UnixNano())
+	begin := time.Now()
+	hc := &http.Client{Timeout: 10 * time.Second}
+	defer hc.CloseIdleConnections()
+	for _, s := range []struct {
+		id, name string
+		status   int
+	}{
+		{"0000000000000000000000000000f001", "ordinary", 0},
+		{"0000000000000000000000000000f002", "failed", 2},
+	} {
+		resp, err := hc.Post(j.TracesURL(), "application/json", strings.NewReader(otlpJSONSpan(service, s.id, s.name, s.status)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %s", s.name, resp.Status)
+		}
+	}
+	q := jaegertest.Query{Service: service, StartMin: begin.Add(-time.Minute), StartMax: time.Now().Add(time.Minute)}
+	spans, err := j.WaitForSpans(ctx, q, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ordinary trace was decided in the same decision tick; give a
+	// wrongly kept one time to show anyway.
+	time.Sleep(2 * time.Second)
+	if spans, err = j.FindTraces(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) != 1 || spans[0].Name != "failed" || spans[0].StatusCode != 2 {
+		t.Fatalf("stored %+v, want the failed span only", spans)
+	}
+}
+
+func TestStartConfigFileMissing(t *testing.T) {
+	_, err := jaegertest.StartOTLPPort(t, 0, jaegertest.WithConfigFile("deploy/no-such-file.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "no-such-file") {
+		t.Fatalf("err %v, want one naming the missing file", err)
 	}
 }
