@@ -48,6 +48,8 @@ type config struct {
 	stdoutWriter io.Writer
 	prettyPrint  bool
 
+	meter meterSettings // the meter builders' own (meter.go)
+
 	logger        *slog.Logger
 	queueSize     int
 	batchSize     int
