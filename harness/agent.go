@@ -365,6 +365,8 @@ type registry struct {
 	prompts    []*entry[func() string]
 	transforms []*entry[ToolTransform]
 	active     map[string]bool // the session's activated tools
+
+	instructions map[string]*instruction
 }
 
 type toolBinding struct{ tool *Tool }
@@ -387,6 +389,7 @@ type snapshot struct {
 	toolIC     []ToolInterceptor
 	hooks      [numHookEvents][]Hook
 	prompts    []func() string
+	system     string // the base system prompt with the instruction sections
 }
 
 // rebuild makes a new snapshot from reg. The caller holds regMu (or owns a
@@ -424,6 +427,7 @@ func (a *Agent) rebuild() {
 	for _, p := range a.reg.prompts {
 		s.prompts = append(s.prompts, p.v)
 	}
+	s.system = a.baseSystem()
 	a.snap.Store(s)
 }
 
@@ -600,13 +604,14 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// joinSystem appends prompt providers' texts to the base system prompt.
+// systemPrompt appends prompt providers' texts to the base system prompt
+// and the instruction sections.
 func (a *Agent) systemPrompt(s *snapshot) string {
 	if len(s.prompts) == 0 {
-		return a.cfg.system
+		return s.system
 	}
 	var b strings.Builder
-	b.WriteString(a.cfg.system)
+	b.WriteString(s.system)
 	for _, p := range s.prompts {
 		text := func() (out string) {
 			defer func() {
