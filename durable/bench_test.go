@@ -36,8 +36,9 @@ func benchDSN(b *testing.B, backend string) string {
 }
 
 // BenchmarkDurableRun is one durable run on SQLite and on Postgres
-// (HARNESSX_POSTGRES_DSN): model → tool → model, recorded (four steps:
-// the tool's marker and outcome), and the wait for its result. Compare
+// (HARNESSX_POSTGRES_DSN): model → tool → model, recorded (three steps,
+// plus the run's execution count and the tool call's marker in the steps
+// table), and the wait for its result. Compare
 // with BenchmarkDBOSFloor.
 func BenchmarkDurableRun(b *testing.B) {
 	for _, backend := range backends {

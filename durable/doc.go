@@ -44,7 +44,7 @@
 //
 // [Runtime.Launch] recovers the runs recorded by its own executor ID
 // ([WithExecutorID], default "local") under its own application version
-// ([WithAppVersion], default "harnessx-1") and name ([WithAppName],
+// ([WithAppVersion], default "harnessx-2") and name ([WithAppName],
 // default "harnessx"). One process per machine keeps the defaults, and its
 // restart recovers its runs. Several processes on one database need one
 // unique, stable ID each — a restarted worker must come back with its ID
@@ -122,15 +122,25 @@
 //
 // Each model request is a step named by its key ("<run>/model/<n>"); the
 // response is recorded whole (JSON) and replayed without a request and
-// without a span. Each tool call is two steps: a marker "<key>/start"
-// recording that the call started and when, then the call "<key>". The
-// calls of a parallel group start in call order (dbos.Go) and run in
-// parallel. On recovery a recorded call is not run again; a call whose
-// marker was recorded but whose outcome was not was interrupted by the
-// crash: a ReplaySafe tool runs again from its start, a ReplayUnsafe tool
+// without a span. Each tool call is a step named by its key; before the
+// tool runs, the step writes the call's marker (that it started, and
+// when) into the runtime's own steps table, "harnessx.steps" on Postgres
+// and "harnessx_steps" on SQLite: one prepared statement instead of a
+// second DBOS step, which costs a read, a write and a transaction. The
+// same table counts each run's executions, and a run's rows go when it
+// finishes. The calls of a parallel group start in call order (dbos.Go)
+// and run in parallel. On recovery a recorded call is not run again; a
+// call whose marker was written but whose outcome was not recorded was
+// interrupted by the crash: a ReplaySafe tool runs again from its start, a ReplayUnsafe tool
 // does not, and the model gets [harness.InterruptedResult] (status
 // interrupted). A model request interrupted mid-flight is requested again.
 // [harness.Now] inside a tool returns the time the call first started.
+//
+// A re-execution knows it is one: the run's invoke_agent span carries
+// harnessx.recovered and harnessx.run.attempt and links to the crashed
+// attempt's span, and the flight recorder records a recovered event
+// (through [harness.ContextRecovered], with the execution count of the
+// steps table; DBOS's own recovery_attempts is reset by ResumeWorkflow).
 //
 // Everything else of the run runs again on recovery: building the agent,
 // turn-start callbacks, prompt providers, run interceptors and hooks, the
@@ -172,13 +182,6 @@
 //     window, both start one of them (its steps still record once).
 //   - Per-machine concurrency limits need one queue per machine: DBOS
 //     stores a queue's worker limit once for all workers.
-//   - A recovered run keeps its trace: with an exporters provider the
-//     trace ID derives from the run ID (exporters.RunTraceIDs). But the
-//     runtime does not yet mark the re-execution with
-//     harness.ContextRecovered, so its invoke_agent span lacks
-//     harnessx.recovered and the link to the crashed attempt, and the
-//     flight recorder records no recovered event: that needs a reliable
-//     attempt count (DBOS's recovery_attempts is reset by ResumeWorkflows).
 //   - Errors of a recorded run come back as text ([RunError]), not as
 //     their original types.
 //   - The SQLite driver is always linked (about 7 MB and a long first

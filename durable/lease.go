@@ -32,8 +32,11 @@ const DefaultLease = 30 * time.Second
 type leaseDB struct {
 	db       *sql.DB
 	table    string // the workers' heartbeats
-	runs     string // the executions of each recovered run
+	steps    string // the runs' executions and tool-call markers
 	postgres bool
+
+	// Prepared once: these run on every run and tool call.
+	execStmt, markStmt, startStmt, doneStmt *sql.Stmt
 }
 
 // nowMs is the database's clock in Unix milliseconds: every worker
@@ -50,7 +53,7 @@ var numbered = regexp.MustCompile(`\$([0-9]+)`)
 // q renders a query: $N placeholders are Postgres's; SQLite takes ?N.
 func (l *leaseDB) q(query string) string {
 	query = strings.ReplaceAll(query, "{T}", l.table)
-	query = strings.ReplaceAll(query, "{R}", l.runs)
+	query = strings.ReplaceAll(query, "{S}", l.steps)
 	query = strings.ReplaceAll(query, "{NOW}", l.nowMs())
 	if !l.postgres {
 		query = numbered.ReplaceAllString(query, "?$1")
@@ -62,12 +65,12 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	l := &leaseDB{}
 	var err error
 	if path, ok := sqlitePath(dsn); ok {
-		l.table, l.runs = "harnessx_workers", "harnessx_runs"
-		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+		l.table, l.steps = "harnessx_workers", "harnessx_steps"
+		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	} else if strings.HasPrefix(dsn, "sqlite:") {
 		return nil, errors.New("durable: the lease needs a database file or Postgres, not an in-memory SQLite database")
 	} else {
-		l.table, l.runs, l.postgres = "harnessx.workers", "harnessx.runs", true
+		l.table, l.steps, l.postgres = "harnessx.workers", "harnessx.steps", true
 		l.db, err = sql.Open("pgx", dsn)
 	}
 	if err != nil {
@@ -87,21 +90,48 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	claimed_ms   BIGINT,
 	PRIMARY KEY (app_name, executor_id)
 );
-CREATE TABLE IF NOT EXISTS {R} (
-	run_id     TEXT PRIMARY KEY,
-	executions BIGINT NOT NULL
+CREATE TABLE IF NOT EXISTS {S} (
+	run_id     TEXT NOT NULL,
+	step_key   TEXT NOT NULL,
+	started_ms BIGINT NOT NULL,
+	n          BIGINT NOT NULL,
+	PRIMARY KEY (run_id, step_key)
 )`
 	for _, s := range strings.Split(l.q(stmts), ";\n") {
 		if _, err := l.db.ExecContext(ctx, s); err != nil {
 			// Two workers creating the schema at once on Postgres: one
 			// may fail on the catalog's unique index; the table is there.
-			if _, err2 := l.db.ExecContext(ctx, l.q("SELECT 1 FROM {T}, {R} LIMIT 1")); err2 != nil {
+			if _, err2 := l.db.ExecContext(ctx, l.q("SELECT 1 FROM {T}, {S} LIMIT 1")); err2 != nil {
 				l.db.Close()
 				return nil, fmt.Errorf("durable: create the runtime's tables: %w", err)
 			}
 		}
 	}
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		q    string
+	}{
+		{&l.execStmt, `INSERT INTO {S} AS s (run_id, step_key, started_ms, n) VALUES ($1, '', $2, 1)
+ON CONFLICT (run_id, step_key) DO UPDATE SET n = s.n + 1 RETURNING n`},
+		{&l.markStmt, `INSERT INTO {S} (run_id, step_key, started_ms, n) VALUES ($1, $2, $3, 1) ON CONFLICT (run_id, step_key) DO NOTHING`},
+		{&l.startStmt, `SELECT started_ms FROM {S} WHERE run_id = $1 AND step_key = $2`},
+		{&l.doneStmt, `DELETE FROM {S} WHERE run_id = $1`},
+	} {
+		if *p.stmt, err = l.db.PrepareContext(ctx, l.q(p.q)); err != nil {
+			l.db.Close()
+			return nil, fmt.Errorf("durable: prepare the runtime's statements: %w", err)
+		}
+	}
 	return l, nil
+}
+
+func (l *leaseDB) close() {
+	for _, s := range []*sql.Stmt{l.execStmt, l.markStmt, l.startStmt, l.doneStmt} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	l.db.Close()
 }
 
 // beat records that executor is alive, and clears a claim on it: a worker
@@ -145,14 +175,44 @@ func (l *leaseDB) release(ctx context.Context, app, executor, me string) error {
 	return err
 }
 
-// execution counts one more execution of a recovered run and returns its
-// number: 2 for the first re-execution (the first execution recorded
-// nothing here), then 3, and so on.
+// The steps table: one row per execution count (step_key "") and one
+// marker per tool call that started (step_key the call's step name), of
+// the runs that have not finished. The marker is what tells, after a
+// crash, a call that started from one that did not; it is one prepared
+// statement, cheaper than a DBOS step (a read, a write and a
+// transaction). A run's rows are deleted when it finishes.
+
+// execution counts one more execution of runID and returns its number:
+// 1 for the first.
 func (l *leaseDB) execution(ctx context.Context, runID string) (int, error) {
 	var n int
-	err := l.db.QueryRowContext(ctx, l.q(`INSERT INTO {R} AS r (run_id, executions) VALUES ($1, 2)
-ON CONFLICT (run_id) DO UPDATE SET executions = r.executions + 1 RETURNING executions`), runID).Scan(&n)
+	err := l.execStmt.QueryRowContext(ctx, runID, time.Now().UnixMilli()).Scan(&n)
 	return n, err
+}
+
+// mark records that the tool call stepped under key starts now. fresh is
+// false when an earlier execution had started it: start is then the
+// time it first started.
+func (l *leaseDB) mark(ctx context.Context, runID, key string) (start time.Time, fresh bool, err error) {
+	now := time.Now()
+	r, err := l.markStmt.ExecContext(ctx, runID, key, now.UnixMilli())
+	if err != nil {
+		return now, false, err
+	}
+	if n, err := r.RowsAffected(); err != nil || n == 1 {
+		return now, err == nil, err
+	}
+	var ms int64
+	if err := l.startStmt.QueryRowContext(ctx, runID, key).Scan(&ms); err != nil {
+		return now, false, err
+	}
+	return time.UnixMilli(ms).UTC(), false, nil
+}
+
+// done deletes a finished run's rows.
+func (l *leaseDB) done(ctx context.Context, runID string) error {
+	_, err := l.doneStmt.ExecContext(ctx, runID)
+	return err
 }
 
 // supervisor runs the heartbeat and the lease checks of a launched runtime.
@@ -224,19 +284,15 @@ func (s *supervisor) stop() {
 }
 
 // auxDB opens, at its first use, the connection to the runtime's own
-// tables (the lease, the executions of recovered runs) in the same
-// database. Close closes it.
+// tables (the lease, the steps table) in the same database; it fails for
+// an in-memory SQLite database, which nothing recovers. Close closes it.
 func (rt *Runtime) auxDB(ctx context.Context) (*leaseDB, error) {
 	rt.auxMu.Lock()
 	defer rt.auxMu.Unlock()
-	if rt.aux == nil {
-		db, err := openLeaseDB(ctx, rt.dsn)
-		if err != nil {
-			return nil, err
-		}
-		rt.aux = db
+	if rt.aux == nil && rt.auxErr == nil {
+		rt.aux, rt.auxErr = openLeaseDB(ctx, rt.dsn)
 	}
-	return rt.aux, nil
+	return rt.aux, rt.auxErr
 }
 
 // resumeExecutor re-enqueues the pending workflows that executor ex

@@ -11,11 +11,13 @@ import (
 )
 
 // runner is the harness.StepRunner on DBOS. Each model request is a step
-// named by its key; each tool call is a marker step ("<key>/start", which
-// records that the call started and when) and the call's step ("<key>").
-// A call resumed after an approval uses "<key>/resume/start" and
-// "<key>/resume", so that its pending result, recorded under "<key>",
-// replays as pending and the decision's outcome is recorded apart.
+// named by its key; each tool call is a step named by its key, which
+// first writes the call's marker into the runtime's steps table (see
+// leaseDB.mark): a call whose step was not recorded but whose marker was
+// had started in an earlier execution. A call resumed after an approval
+// is the step "<key>/resume" (marker "<key>/resume"), so that its pending
+// result, recorded under "<key>", replays as pending and the decision's
+// outcome is recorded apart.
 type runner struct{ rt *Runtime }
 
 var (
@@ -56,11 +58,10 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 
 type startKey struct{}
 
-// Tools runs each call as a marker step and a tool step, started in slice
-// order; a group of several runs its tool steps in parallel (dbos.Go). A
-// call whose marker was recorded by an earlier attempt but whose outcome
-// was not was interrupted: a ReplaySafe call runs again, a ReplayUnsafe one
-// is reported interrupted.
+// Tools runs each call as a step, started in slice order; a group of
+// several runs its steps in parallel (dbos.Go). A call that an earlier
+// execution started but did not record was interrupted: a ReplaySafe call
+// runs again, a ReplayUnsafe one is reported interrupted.
 func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx context.Context, i int) *harness.ToolResult) []*harness.ToolResult {
 	wf := workflowOf(ctx)
 	if wf == nil {
@@ -74,21 +75,16 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 		if s.Resumed {
 			name += "/resume"
 		}
-		fresh := false
-		start, err := dbos.RunAsStep(wf, func(context.Context) (time.Time, error) {
-			fresh = true
-			return time.Now().UTC(), nil
-		}, dbos.WithStepName(name+"/start"))
-		if err != nil {
-			out[i] = stepError(s, err)
-			continue
-		}
 		body := func(context.Context) (res *harness.ToolResult, err error) {
 			defer func() {
 				if p := recover(); p != nil {
 					res, err = nil, fmt.Errorf("durable: tool step %s panicked: %v", s.Key, p)
 				}
 			}()
+			start, fresh, err := r.rt.mark(inner, s.RunID, name)
+			if err != nil {
+				return stepError(s, fmt.Errorf("record that the call starts: %w", err)), nil
+			}
 			c := context.WithValue(inner, startKey{}, start)
 			if !fresh && s.Replay != harness.ReplaySafe {
 				return fn(harness.InterruptedContext(c), i), nil
@@ -163,8 +159,8 @@ func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskReques
 	}
 }
 
-// Now returns, inside a tool call, the time its marker step recorded when
-// the call first started, so that a rerun sees the same time; elsewhere
+// Now returns, inside a tool call, the time its marker recorded when the
+// call first started, so that a rerun sees the same time; elsewhere
 // (a model request is one step, recorded whole) the current time.
 func (r *runner) Now(ctx context.Context, s *harness.Step) time.Time {
 	if t, ok := ctx.Value(startKey{}).(time.Time); ok {

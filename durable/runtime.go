@@ -26,8 +26,11 @@ const (
 	// DefaultAppName owns the runs in the database (see [WithAppName]).
 	DefaultAppName = "harnessx"
 	// DefaultAppVersion is the pinned application version (see
-	// [WithAppVersion]).
-	DefaultAppVersion = "harnessx-1"
+	// [WithAppVersion]). It changes when the steps a run records change:
+	// "harnessx-2" keeps tool-call markers out of DBOS's steps (see the
+	// package doc), so runs left pending by a "harnessx-1" build recover
+	// only under a build of that version.
+	DefaultAppVersion = "harnessx-2"
 	// DefaultExecutorID is the executor ID of a single process (see
 	// [WithExecutorID]).
 	DefaultExecutorID = "local"
@@ -67,7 +70,7 @@ type config struct {
 // ^[a-z0-9-_]{3,256}$.
 func WithAppName(name string) Option { return func(c *config) { c.appName = name } }
 
-// WithAppVersion pins the application version (default "harnessx-1").
+// WithAppVersion pins the application version (default "harnessx-2").
 // A runtime recovers and dequeues only runs recorded under its own
 // version. DBOS's own default is a hash of the binary, which strands every
 // pending run after a rebuild; harnessx pins a fixed string instead. Bump
@@ -152,8 +155,9 @@ type Runtime struct {
 	dsn    string
 	super  *supervisor
 
-	auxMu sync.Mutex
-	aux   *leaseDB // see auxDB
+	auxMu  sync.Mutex
+	aux    *leaseDB // see auxDB
+	auxErr error
 
 	mu       sync.Mutex
 	agents   map[string]Factory
@@ -308,7 +312,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	}
 	rt.auxMu.Lock()
 	if rt.aux != nil {
-		rt.aux.db.Close()
+		rt.aux.close()
 	}
 	rt.auxMu.Unlock()
 	return rt.closeErr
@@ -694,36 +698,52 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		}
 		out.Session = data
 	}
+	if ctx.Err() == nil { // a run stopped by Close stays pending, its markers needed
+		rt.finished(ctx, runID)
+	}
 	return out, nil
 }
 
-// execution returns which execution of the run this is: 1 for a run
-// with no recorded step, else (a re-execution after its process stopped:
-// recovery at Launch, a lease supervisor's resume) one more than the
-// executions counted so far in the runtime's own table. DBOS's
-// recovery_attempts cannot serve: ResumeWorkflow resets it. A first
-// execution that stopped before recording a step is not told apart from
-// a first one: nothing of it was recorded. When the count cannot be read
-// the run is still marked recovered, as attempt 2.
+// execution returns which execution of the run this is, counted in the
+// runtime's steps table: 1 for the first, 2 for the first re-execution
+// after its process stopped (recovery at Launch, a lease supervisor's
+// resume), and so on. DBOS's recovery_attempts cannot serve: ResumeWorkflow
+// resets it. It is 1 when the table cannot be used (an in-memory
+// database), and 2 when a re-execution cannot be counted.
 func (rt *Runtime) execution(ctx context.Context, runID string) int {
-	steps, err := dbos.GetWorkflowSteps(rt.dctx, runID, dbos.WithStepsLimit(1), dbos.WithStepsLoadOutput(false))
-	if err != nil {
-		rt.cfg.logger.Warn("durable: cannot tell whether a run is recovered", "run_id", runID, "error", err)
-		return 1
-	}
-	if len(steps) == 0 {
-		return 1
-	}
-	n := 2
 	db, err := rt.auxDB(ctx)
-	if err == nil {
-		n, err = db.execution(ctx, runID)
-	}
 	if err != nil {
-		rt.cfg.logger.Warn("durable: cannot count the executions of a recovered run", "run_id", runID, "error", err)
-		return 2
+		return 1
+	}
+	n, err := db.execution(ctx, runID)
+	if err != nil {
+		rt.cfg.logger.Warn("durable: cannot count the executions of a run", "run_id", runID, "error", err)
+		return 1
 	}
 	return n
+}
+
+// mark writes the marker of a tool call about to start (leaseDB.mark).
+// Without the steps table (an in-memory database, which nothing
+// recovers) every call is fresh.
+func (rt *Runtime) mark(ctx context.Context, runID, key string) (time.Time, bool, error) {
+	db, err := rt.auxDB(ctx)
+	if err != nil {
+		if _, ok := sqlitePath(rt.dsn); !ok && strings.HasPrefix(rt.dsn, "sqlite:") {
+			return time.Now(), true, nil
+		}
+		return time.Time{}, false, err
+	}
+	return db.mark(ctx, runID, key)
+}
+
+// finished deletes the rows of a run that finished from the steps table.
+func (rt *Runtime) finished(ctx context.Context, runID string) {
+	if db, err := rt.auxDB(ctx); err == nil {
+		if err := db.done(ctx, runID); err != nil {
+			rt.cfg.logger.Warn("durable: cannot clear the markers of a finished run", "run_id", runID, "error", err)
+		}
+	}
 }
 
 // migrationRace tells a failed DBOS migration that lost a race with

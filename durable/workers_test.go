@@ -122,7 +122,22 @@ func waitUp(t *testing.T, dir string, ws ...*worker) {
 		}
 		if time.Now().After(deadline) {
 			for _, w := range ws {
-				t.Logf("worker %s stderr: %s", w.id, w.stderr.String())
+				if c["up "+w.id] == 0 {
+					// A stuck worker: its goroutines, from Go's SIGQUIT dump.
+					_ = w.cmd.Process.Signal(syscall.SIGQUIT)
+					select {
+					case <-w.done:
+					case <-time.After(5 * time.Second):
+						t.Logf("worker %s: stuck, and did not exit on SIGQUIT", w.id)
+						continue
+					}
+				}
+				select {
+				case <-w.done: // its stderr is complete
+					t.Logf("worker %s stderr: %s", w.id, w.stderr.String())
+				default:
+					t.Logf("worker %s is up and running", w.id)
+				}
 			}
 			t.Fatalf("workers not up: %v", c)
 		}
