@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -158,8 +159,9 @@ type Agent struct {
 	stateMu sync.Mutex
 	state   map[string]any
 
-	runMu  sync.Mutex // serializes runs; guards prefix
-	prefix prefixHasher
+	runMu   sync.Mutex // serializes runs; guards prefix and cmdRuns
+	prefix  prefixHasher
+	cmdRuns map[string]*CommandRun // command runs by run ID, when the agent has no storage
 
 	histMu   sync.Mutex // guards messages and pending (see appendMessage)
 	messages []Message
@@ -283,6 +285,7 @@ type Inventory struct {
 	Hooks           map[HookEvent]int // how many hooks each event has
 	PromptProviders int
 	Extensions      []string // installed extensions, in install order
+	Commands        []string // registered commands, sorted, without the slash
 }
 
 // Inventory returns what is registered now.
@@ -301,6 +304,7 @@ func (a *Agent) Inventory() Inventory {
 	for _, ec := range a.exts {
 		inv.Extensions = append(inv.Extensions, ec.name)
 	}
+	inv.Commands = slices.Sorted(maps.Keys(s.commands))
 	return inv
 }
 
@@ -367,6 +371,7 @@ type registry struct {
 	active     map[string]bool // the session's activated tools
 
 	instructions map[string]*instruction
+	commands     map[string]*Command
 }
 
 type toolBinding struct{ tool *Tool }
@@ -390,6 +395,7 @@ type snapshot struct {
 	hooks      [numHookEvents][]Hook
 	prompts    []func() string
 	system     string // the base system prompt with the instruction sections
+	commands   map[string]*Command
 }
 
 // rebuild makes a new snapshot from reg. The caller holds regMu (or owns a
@@ -428,6 +434,9 @@ func (a *Agent) rebuild() {
 		s.prompts = append(s.prompts, p.v)
 	}
 	s.system = a.baseSystem()
+	if len(a.reg.commands) > 0 {
+		s.commands = maps.Clone(a.reg.commands)
+	}
 	a.snap.Store(s)
 }
 

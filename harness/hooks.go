@@ -34,6 +34,11 @@ const (
 	// Event.Err describes it, Event.FailedEvent names the event it observed.
 	// A failure of an EventHookFailed hook is only logged.
 	EventHookFailed
+	// EventCommand fires when a slash command ran, or its recorded result
+	// was used (see [Agent.Run]): Event.Command, and Event.Err when it
+	// failed. A run that follows from the command's prompt has its own
+	// EventRunStart.
+	EventCommand
 
 	numHookEvents
 )
@@ -48,6 +53,7 @@ var hookEventNames = [...]string{
 	EventApprovalRequested: "approval_requested",
 	EventError:             "error",
 	EventHookFailed:        "hook_failed",
+	EventCommand:           "command",
 }
 
 func (e HookEvent) String() string {
@@ -87,6 +93,8 @@ type Event struct {
 	Err        error            // EventError, EventModelRequestEnd on failure, EventHookFailed
 	// FailedEvent is the event whose hook failed (EventHookFailed).
 	FailedEvent HookEvent
+	// Command is the slash command that ran (EventCommand).
+	Command *CommandRun
 }
 
 // Hook observes events. It receives the context of the step the event

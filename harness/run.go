@@ -42,6 +42,10 @@ type RunResult struct {
 	Pending []ApprovalRequest
 	// Err is why the run failed or was cancelled; nil otherwise.
 	Err error
+	// Command is set when the input was a slash command (see [Agent.Run]).
+	// A command without a prompt ends the run at once: Text is then the
+	// command's Output, and no message is added.
+	Command *CommandRun
 }
 
 // ApprovalRequest is a tool call waiting for a decision.
@@ -96,6 +100,23 @@ func Approved(ctx context.Context) bool {
 // cancelled, the same error as RunResult.Err. A paused run returns a nil
 // error and StatusPaused. Cancelling ctx stops the model request and the
 // running tools and ends the run with StatusCancelled.
+//
+// Input of the form "/name args" runs the [Command] name (see
+// [ExtensionContext.RegisterCommand]) before anything is stored, sent to
+// the model or seen by a turn callback. A command's Output comes back in
+// [RunResult.Command] and, when it returned no Prompt, as RunResult.Text
+// of a completed run with no messages and no steps. A Prompt becomes the
+// user message of an ordinary run, which follows at once. Input whose
+// first word is not a command name ("/etc/hosts is missing") goes to the
+// model as it is; "//" at the start sends one slash to the model. A name
+// that no command has fails with [ErrUnknownCommand], listing the
+// available commands, and changes nothing.
+//
+// With a run ID from [ContextWithRunID], the command run is recorded under
+// that ID (in the agent's storage when it has one, so the record survives
+// a restart): a retried submission with the same ID and input does not
+// run the command again but returns the recorded result, with
+// [CommandRun.Replayed] set. A command that failed is not recorded.
 func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error) {
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
@@ -116,6 +137,21 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 	rs := &runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage,
 		Attempt: attempt, Recovered: attempt > 1}}
 	info := &rs.info
+	if len(userMessage) > 1 && userMessage[0] == '/' {
+		if userMessage[1] == '/' {
+			userMessage = userMessage[1:]
+			info.Input = userMessage
+		} else if name, args, ok := parseCommand(userMessage); ok {
+			done, err := a.command(rs, res, set, name, args)
+			if res.Command == nil {
+				return nil, err
+			} else if done {
+				return res, err
+			}
+			userMessage = res.Command.Prompt
+			info.Input = userMessage
+		}
+	}
 	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
 		return a.turn(ctx, res, userMessage, nil, info)
 	})
