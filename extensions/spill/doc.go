@@ -113,6 +113,14 @@
 // each is read from the new extension's store if it is there, or from the
 // recorded directory, read-only.
 //
+// A result that a caller-owned store ([WithDir], [WithStore]) holds but
+// that no saved session lists — spilled by a process that stopped before
+// saving, as when a durable runtime re-executes a run after a crash and
+// replays the recorded envelope instead of spilling again — is adopted at
+// its first read_result: its content is read once to rebuild its size,
+// lines, type and SHA-256, and later reads verify that hash as usual.
+// The temporary default store adopts nothing.
+//
 // The extension is a harness.ArtifactSource: Artifacts lists stored
 // results with path, size and SHA-256, for incident bundles.
 //

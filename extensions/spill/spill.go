@@ -448,6 +448,11 @@ func (e *Extension) open(ctx context.Context, id string) (File, Meta, error) {
 // unknown). The index is built during a verification pass if missing.
 func (e *Extension) openIndexed(ctx context.Context, id string) (File, Meta, []int64, error) {
 	en, err := e.lookup(id)
+	if errors.Is(err, ErrUnknownID) {
+		if adopted, aerr := e.adopt(ctx, id); aerr != nil || adopted != nil {
+			en, err = adopted, aerr
+		}
+	}
 	if err != nil {
 		return nil, Meta{}, nil, err
 	}
@@ -487,6 +492,53 @@ func (e *Extension) openIndexed(ctx context.Context, id string) (File, Meta, []i
 	en.lines = li.index
 	e.mu.Unlock()
 	return f, en.meta, li.index, nil
+}
+
+// adopt takes a result that the extension's own lasting store (WithDir or
+// WithStore, never the temporary default) holds but its index does not:
+// one stored by an earlier process whose state was not saved, as when a
+// durable runtime re-executes a run after a crash (the tool step that
+// spilled it replays its recorded envelope without spilling again). The
+// stored content is read once to rebuild the metadata; its SHA-256 is
+// trusted from then on, and checked at every later read as usual. It
+// returns nil, nil when there is nothing to adopt.
+func (e *Extension) adopt(ctx context.Context, id string) (*entry, error) {
+	e.mu.Lock()
+	lasting := e.cfg.store != nil || e.cfg.dir != ""
+	e.mu.Unlock()
+	if !lasting {
+		return nil, nil
+	}
+	st, dir, err := e.ensureStore()
+	if err != nil {
+		return nil, err
+	}
+	f, err := st.Open(ctx, id)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("spill: reading %s: %w", id, err)
+	}
+	defer f.Close()
+	stamp := f.Stamp()
+	c := newCapture(e.cfg.preview + 4)
+	if _, err := io.CopyBuffer(c, ctxReader{ctx, f}, make([]byte, 1<<20)); err != nil {
+		return nil, fmt.Errorf("spill: reading %s: %w", id, err)
+	}
+	typ, _ := detect(c.head, c.tailBytes(), c.size <= int64(len(c.head)))
+	m := Meta{ID: id, Size: c.size, Lines: c.lineCount(), Type: typ, SHA256: c.sum(), Created: time.Now().UTC()}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	if en := e.results[id]; en != nil { // adopted meanwhile
+		return en, nil
+	}
+	en := &entry{meta: m, store: st, dir: dir, verified: stamp, lines: c.lines.index}
+	e.results[id] = en
+	return en, nil
 }
 
 type lineIndexWriter struct{ x *lineIndex }
