@@ -19,6 +19,14 @@
 // With -ask the run's tool asks the user a question and waits for the
 // answer; -reply answers it from another process.
 //
+//	go run ./examples/durable -worker w1      # a worker; another terminal: -worker w2
+//	go run ./examples/durable -submit 6       # a client: submits 6 runs, waits for them
+//
+// With -worker the process is a worker on the queue "demo" (one run at a
+// time) until Ctrl-C; -submit hands runs to the workers without running
+// any itself, and prints which worker ran each. A worker killed while it
+// runs one leaves it to the others once its lease (5 s here) expires.
+//
 // The database is .harnessx/runs.db under the working directory, or -db.
 // -reset removes it and the marker file first.
 package main

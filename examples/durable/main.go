@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -42,9 +43,10 @@ const crashRunID = "charge-demo"
 
 // executed records what this process actually ran (not replayed).
 type executed struct {
-	mu     sync.Mutex
-	models []int
-	tools  map[string]bool
+	mu      sync.Mutex
+	models  []int
+	tools   map[string]bool
+	attempt int // the run's execution, from its run-start event
 }
 
 func (e *executed) model(step int) {
@@ -66,11 +68,13 @@ func run(ctx context.Context, w io.Writer, args []string) error {
 	ask := fs.Bool("ask", false, "run an agent whose tool asks a question, and wait for the answer")
 	reply := fs.Bool("reply", false, "answer the open question of run RUNID: -reply RUNID ANSWER")
 	reset := fs.Bool("reset", false, "remove the database and the marker file first")
+	worker := fs.String("worker", "", "run as worker ID on the queue \""+demoQueue+"\" until interrupted")
+	submit := fs.Int("submit", 0, "submit N runs to the workers' queue and wait for them")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	if *reply && fs.NArg() != 2 || !*reply && fs.NArg() != 0 {
-		return usageError{"usage: durable [-db FILE] [-reset] [-ask] | durable [-db FILE] -reply RUNID ANSWER"}
+	if *reply && fs.NArg() != 2 || !*reply && fs.NArg() != 0 || *submit < 0 {
+		return usageError{"usage: durable [-db FILE] [-reset] [-ask] | durable [-db FILE] -reply RUNID ANSWER | durable [-db FILE] -worker ID | durable [-db FILE] -submit N"}
 	}
 	marker := *db + ".crashed"
 	if *reset {
@@ -90,6 +94,13 @@ func run(ctx context.Context, w io.Writer, args []string) error {
 		}
 		defer rt.Close(ctx)
 		return answer(ctx, w, rt, fs.Arg(0), fs.Arg(1))
+	}
+
+	switch {
+	case *worker != "":
+		return work(ctx, w, "sqlite:"+*db, *worker, logger)
+	case *submit > 0:
+		return submitRuns(ctx, w, "sqlite:"+*db, *submit, logger)
 	}
 
 	ex := &executed{tools: map[string]bool{}}
@@ -119,6 +130,79 @@ func run(ctx context.Context, w io.Writer, args []string) error {
 		return err
 	}
 	report(w, res, ex)
+	return nil
+}
+
+// demoQueue is the workers' queue.
+const demoQueue = "demo"
+
+// work is a worker: it runs the queue's runs, one at a time, until
+// SIGINT or SIGTERM. A worker that dies leaves its runs to the others
+// once its lease expires.
+func work(ctx context.Context, w io.Writer, dsn, id string, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rt, err := durable.Open(ctx, dsn, durable.WithLogger(logger), durable.WithExecutorID(id),
+		durable.WithQueue(demoQueue), durable.WithWorkerConcurrency(1), durable.WithLease(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	if err := rt.Register("greeter", greeter(w, id)); err != nil {
+		return err
+	}
+	if err := rt.Launch(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "worker %s: waiting for runs on queue %q (Ctrl-C stops it)\n", id, demoQueue)
+	<-ctx.Done()
+	fmt.Fprintf(w, "worker %s: stopping\n", id)
+	return nil
+}
+
+// greeter is the workers' agent: its tool says which worker ran it.
+func greeter(w io.Writer, worker string) durable.Factory {
+	return func(ctx context.Context) ([]harness.Option, error) {
+		type none struct{}
+		whoami := harness.MustTool(harness.NewTool("whoami", "Say which worker runs this.", func(ctx context.Context, _ none) (string, error) {
+			fmt.Fprintf(w, "worker %s: runs %s\n", worker, harness.ExecutionKey(ctx))
+			time.Sleep(300 * time.Millisecond) // some work, so that the runs spread
+			return "handled by " + worker, nil
+		}))
+		whoami.ReplayPolicy = harness.ReplaySafe
+		model := harness.ProviderFunc(func(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+			if req.Step == 1 {
+				return toolCall(harnesstest.Call("w1", "whoami", json.RawMessage(`{}`))), nil
+			}
+			last := req.Messages[len(req.Messages)-1].Content[0].ToolResult
+			return &harness.ModelResponse{Message: harness.AssistantMessage(last.Content), StopReason: harness.StopEndTurn, Provider: "scripted"}, nil
+		})
+		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(whoami)}, nil
+	}
+}
+
+// submitRuns is a client: it submits n runs to the workers' queue, without
+// launching (it runs nothing itself), and waits for each.
+func submitRuns(ctx context.Context, w io.Writer, dsn string, n int, logger *slog.Logger) error {
+	rt, err := durable.Open(ctx, dsn, durable.WithLogger(logger), durable.WithExecutorID("client"), durable.WithQueue(demoQueue))
+	if err != nil {
+		return err
+	}
+	defer rt.Close(ctx)
+	ids := make([]string, n)
+	for i := range ids {
+		if ids[i], err = rt.Submit(ctx, "greeter", "Who runs this?"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "submitted %d runs to queue %q\n", n, demoQueue)
+	for _, id := range ids {
+		res, err := rt.Wait(ctx, id)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "run %s %s: %s\n", id, res.Status, res.Text)
+	}
 	return nil
 }
 
@@ -160,7 +244,13 @@ func billing(ex *executed, marker string) durable.Factory {
 			return &harness.ModelResponse{Message: harness.AssistantMessage("The charge's outcome is " + string(last.Status) + "; I will check the ledger before charging again."),
 				StopReason: harness.StopEndTurn, Provider: "scripted", Model: "scripted-1"}, nil
 		})
-		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(lookup, charge)}, nil
+		started := harness.WithHooks(func(_ context.Context, ev *harness.Event) error {
+			ex.mu.Lock()
+			ex.attempt = ev.Attempt
+			ex.mu.Unlock()
+			return nil
+		}, harness.EventRunStart)
+		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(lookup, charge), started}, nil
 	}
 }
 
@@ -174,6 +264,9 @@ func toolCall(c harness.ToolCall) *harness.ModelResponse {
 func report(w io.Writer, res *harness.RunResult, ex *executed) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
+	if ex.attempt > 1 {
+		fmt.Fprintf(w, "run %s: recovered, execution %d (its span says harnessx.recovered and links to the crashed one)\n", res.RunID, ex.attempt)
+	}
 	ran := map[int]bool{}
 	for _, s := range ex.models {
 		ran[s] = true

@@ -50,6 +50,7 @@ func TestCrashAndResume(t *testing.T) {
 		t.Fatalf("second invocation: %v\n%s", err, out)
 	}
 	for _, want := range []string{
+		"run charge-demo: recovered, execution 2",
 		"model request 1: replayed from the database",
 		"model request 2: replayed from the database",
 		"model request 3: ran",
@@ -115,5 +116,76 @@ func TestAskAnsweredByAnotherInvocation(t *testing.T) {
 	out, err = command(ctx, bin, dir, "-reply", runID, "prod").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no open question") {
 		t.Fatalf("second reply: %v\n%s", err, out)
+	}
+}
+
+// TestTwoWorkers starts two -worker invocations on one database and a
+// -submit client: every run completes, on one of the two workers, and the
+// workers stop cleanly on SIGTERM.
+func TestTwoWorkers(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	type worker struct {
+		cmd  *exec.Cmd
+		out  strings.Builder
+		done chan error
+	}
+	var workers []*worker
+	for _, id := range []string{"w1", "w2"} {
+		w := &worker{cmd: command(ctx, bin, dir, "-worker", id), done: make(chan error, 1)}
+		stdout, err := w.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.cmd.Process.Kill() }) // ours, by PID; a no-op once it exited
+		sc := bufio.NewScanner(stdout)
+		if !sc.Scan() || !strings.Contains(sc.Text(), "worker "+id+": waiting for runs") {
+			t.Fatalf("worker %s did not start: %q", id, sc.Text())
+		}
+		go func() {
+			for sc.Scan() {
+				w.out.WriteString(sc.Text() + "\n")
+			}
+			w.done <- w.cmd.Wait()
+		}()
+		workers = append(workers, w)
+	}
+
+	out, err := command(ctx, bin, dir, "-submit", "6").CombinedOutput()
+	if err != nil {
+		t.Fatalf("submit: %v\n%s", err, out)
+	}
+	re := regexp.MustCompile(`(?m)^run (\S+) completed: handled by (w1|w2)$`)
+	done := re.FindAllStringSubmatch(string(out), -1)
+	if len(done) != 6 {
+		t.Fatalf("%d runs completed on a worker, want 6:\n%s", len(done), out)
+	}
+	for _, w := range workers {
+		if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := map[string]string{}
+	for i, w := range workers {
+		if err := <-w.done; err != nil {
+			t.Fatalf("worker %d: %v\n%s", i+1, err, w.out.String())
+		}
+		for _, m := range regexp.MustCompile(`(?m)^worker (w1|w2): runs (\S+)/tool/`).FindAllStringSubmatch(w.out.String(), -1) {
+			ran[m[2]] = m[1]
+		}
+		if !strings.Contains(w.out.String(), "stopping") {
+			t.Errorf("worker %d did not stop cleanly:\n%s", i+1, w.out.String())
+		}
+	}
+	for _, m := range done {
+		if ran[m[1]] != m[2] {
+			t.Errorf("run %s: the client says %s ran it, the workers say %q", m[1], m[2], ran[m[1]])
+		}
 	}
 }
