@@ -174,8 +174,25 @@
 // A session's runs are named "<session>/<n>" and run one at a time
 // ([ErrSessionBusy]).
 //
+// # Large results and extension state
+//
+// A tool step records the result the model gets: with the spill extension
+// that is the envelope, not the content, which stays in the spill store.
+// Give spill a lasting store shared by the processes that may resume the
+// run (spill.WithDir on one host; a shared store across machines): a
+// result spilled by a crashed execution is then adopted by the next one's
+// read_result. The engine takes no session snapshots of its own: a run
+// is rebuilt by replaying its recorded steps, so OnLoadSession runs on
+// recovery only for a run of a session ([WithSession]), with the session
+// saved before the run, and OnSaveSession when the run ends. An extension
+// that keeps state in memory across steps of one run does not find it
+// after a crash unless it can rebuild it, as spill does.
+//
 // # Not done
 //
+//   - Extension state across a crash (see above): no engine snapshot
+//     marked with harness.AsSnapshot is taken between steps, which the
+//     guide's "OnSaveSession runs for engine snapshots" asks for.
 //   - The lease has no fencing of its own beyond DBOS's (see Several
 //     machines); a worker that returns after its runs moved and a
 //     supervisor resuming them at the same moment may, in a narrow
