@@ -69,15 +69,24 @@
 // later failure events are marked with "!". The header counts distinct
 // failures and the events that record them. With --json it prints the
 // same timeline as JSON (durations in milliseconds). Given a recording
-// directory instead of a bundle, show says so and points to export.
+// directory instead of a bundle, show says so and points to export. A
+// bundle from a recorder given flight.WithExecutionTrace holds the Go
+// execution trace of its last seconds (runtime/flight.trace: runs as
+// tasks, tool calls as regions, the OpenTelemetry trace ID logged); show
+// prints its size and the command that opens it:
+//
+//	tar -xzf BUNDLE runtime/flight.trace && go tool trace runtime/flight.trace
+//
+// or why the recorder could not include it.
 //
 // # verify
 //
 // Verify reads a bundle, rejecting hostile archives (paths with "..",
 // absolute paths, links, oversized members, truncated compression), and
-// compares every member's size and SHA-256 with the manifest. It prints
-// one line per member and exits with status 1 on any mismatch, naming the
-// members at fault.
+// compares every member's size and SHA-256 with the manifest, and checks
+// that runtime/flight.trace, when present, is a Go execution trace. It
+// prints one line per member and exits with status 1 on any mismatch,
+// naming the members at fault.
 //
 // # push
 //

@@ -80,6 +80,9 @@ type Manifest struct {
 	Journal *ReadStats `json:"journal,omitempty"`
 	// DroppedEvents counts events the recorder could not keep.
 	DroppedEvents uint64 `json:"dropped_events,omitempty"`
+	// ExecutionTraceNote says why a bundle of a recorder given
+	// WithExecutionTrace holds no [ExecutionTraceName]; empty otherwise.
+	ExecutionTraceNote string `json:"execution_trace_note,omitempty"`
 }
 
 // MissingArtifact is an artifact that a bundle should hold but does not,
@@ -185,6 +188,7 @@ type bundleWriter struct {
 	traces    map[string]bool
 	spans     []byte
 	session   []byte
+	execTrace []byte
 	artifacts []artifactFile
 }
 
@@ -399,6 +403,9 @@ func (b *bundleWriter) Close(created time.Time) (*Manifest, error) {
 	if b.session != nil {
 		mems = append(mems, mem{SessionName, b.session})
 	}
+	if b.execTrace != nil {
+		mems = append(mems, mem{ExecutionTraceName, b.execTrace})
+	}
 	for _, a := range b.artifacts {
 		mems = append(mems, mem{a.name, a.data})
 	}
@@ -605,7 +612,8 @@ func ReadBundleFile(p string, opts ReadOptions) (*Bundle, error) {
 
 // Verify compares every member's size and SHA-256 with the manifest. It
 // returns a [*VerifyError] naming each member that differs, is missing
-// from the archive, or is not listed in the manifest.
+// from the archive, or is not listed in the manifest, and an
+// [ExecutionTraceName] member that is not a Go execution trace.
 func (b *Bundle) Verify() error {
 	var probs []Problem
 	actual := map[string]Member{}
@@ -628,6 +636,11 @@ func (b *Bundle) Verify() error {
 	for _, m := range b.Members {
 		if !listed[m.Name] {
 			probs = append(probs, Problem{m.Name, "not listed in the manifest"})
+		}
+	}
+	if data, ok := b.data[ExecutionTraceName]; ok && listed[ExecutionTraceName] {
+		if err := checkExecutionTrace(data); err != nil {
+			probs = append(probs, Problem{ExecutionTraceName, err.Error()})
 		}
 	}
 	if len(probs) > 0 {

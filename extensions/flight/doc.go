@@ -111,6 +111,31 @@
 // rejects hostile archives: unsafe member paths, links, oversized members,
 // truncated or corrupt compression. It extracts nothing to disk.
 //
+// # The Go execution trace
+//
+// [WithExecutionTrace] gives the recorder the process's
+// runtime/trace.FlightRecorder, which the application creates, starts and
+// stops (there is one per process; the recorder never starts one). Each
+// bundle made while it runs gains the member [ExecutionTraceName]
+// (runtime/flight.trace): fr's window of the last seconds, written by
+// FlightRecorder.WriteTo when the bundle is made, with its SHA-256 in the
+// manifest; [Bundle.Verify] also checks that it is a Go execution trace.
+// Open it with
+//
+//	tar -xzf BUNDLE runtime/flight.trace && go tool trace runtime/flight.trace
+//
+// When the recorder is not running, or the snapshot fails, the bundle has
+// no trace and [Manifest].ExecutionTraceNote says why.
+//
+// Whenever an execution trace is being recorded (a flight recorder or
+// trace.Start), each run is a task of type [RunTaskType] that logs its run
+// ID ([LogRunID]) and the OpenTelemetry trace ID of its spans
+// ([LogTraceID]), and each tool call is a region named [ToolRegionPrefix]
+// + the tool's name, so that `go tool trace` shows the goroutines, the
+// scheduler and the garbage collector around one run and leads to its
+// spans. When no trace is being recorded (runtime/trace.IsEnabled is
+// false) the annotations cost a branch and no allocation.
+//
 // # Redaction
 //
 // Secrets are redacted before anything the recorder encodes is written,

@@ -423,6 +423,7 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 			e.Attempt = ev.Attempt
 		}
 		e.Kind = KindRunStart
+		logTraceID(ctx, e.sc)
 		x.setText(&e, ev.Input)
 		x.sessionDirty.Store(true)
 	case harness.EventRunEnd:
@@ -755,7 +756,9 @@ type runInterceptor struct{ x *Extension }
 
 func (ri *runInterceptor) InterceptRun(ctx context.Context, info *harness.RunInfo, next harness.RunFunc) *harness.RunResult {
 	ri.x.registerOnce.Do(ri.x.registerSpans)
+	ctx, task := startRunTask(ctx, info)
 	res := next(ctx)
+	endTask(task)
 	if res == nil {
 		return res
 	}
@@ -772,7 +775,9 @@ func (ri *runInterceptor) InterceptRun(ctx context.Context, info *harness.RunInf
 // InterceptTool triggers an incident export when the tool panicked, after
 // the call's inner interceptors (the tracing extension's span) finished.
 func (ri *runInterceptor) InterceptTool(ctx context.Context, call *harness.ToolCall, next harness.ToolFunc) *harness.ToolResult {
+	region := startToolRegion(ctx, call.Name)
 	r := next(ctx, call)
+	endRegion(region)
 	if r != nil && r.Status == harness.ToolPanicked && ri.x.cfg.triggers[TriggerToolPanic] {
 		ri.x.autoTrigger(string(TriggerToolPanic), runIDOf(ri.x, call.ID))
 	}

@@ -272,6 +272,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 	if err := bw.SetSpans(req); err != nil {
 		return "", err
 	}
+	bw.SetExecutionTrace(snapshotExecutionTrace(x.cfg.execTrace, MaxExecutionTraceBytes))
 	if data, serr := ec.Agent().SaveSession(harness.AsSnapshot(ctx)); serr == nil {
 		if err := bw.SetSession(data); err != nil {
 			return "", err

@@ -3,6 +3,7 @@ package flight
 import (
 	"os"
 	"path/filepath"
+	rtrace "runtime/trace"
 	"time"
 )
 
@@ -53,7 +54,8 @@ type Option func(*config)
 //     bundles and 1 GiB in a recording's incidents directory;
 //   - at most 50 recordings and 2 GiB under the root directory;
 //   - the span processor registered on the tracing extension's provider
-//     ([WithSpanRegistration]).
+//     ([WithSpanRegistration]);
+//   - no Go execution trace in bundles ([WithExecutionTrace]).
 type config struct {
 	dir              string
 	ringSize         int
@@ -75,7 +77,8 @@ type config struct {
 	maxRecordings    int
 	recordingBytes   int64
 	registerSpans    bool
-	dirUnasked       bool // dir is the default, chosen by no option or variable
+	execTrace        *rtrace.FlightRecorder // WithExecutionTrace; never started here
+	dirUnasked       bool                   // dir is the default, chosen by no option or variable
 }
 
 // Defaults of the limits; see the options that change them.

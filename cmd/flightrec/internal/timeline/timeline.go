@@ -54,6 +54,21 @@ type Totals struct {
 	Artifacts        []string       `json:"artifacts"`
 	MissingArtifacts []string       `json:"missing_artifacts,omitempty"`
 	Redactions       map[string]int `json:"redactions"`
+	// ExecutionTrace describes the bundle's Go execution trace, when it
+	// has one; ExecutionTraceNote says why a recorder given one left it
+	// out.
+	ExecutionTrace     *ExecutionTrace `json:"execution_trace,omitempty"`
+	ExecutionTraceNote string          `json:"execution_trace_note,omitempty"`
+}
+
+// ExecutionTrace is a bundle's Go execution trace member and how to open
+// it.
+type ExecutionTrace struct {
+	Member string `json:"member"`
+	Size   int64  `json:"size"`
+	// Open is the shell command that extracts it and opens it with go
+	// tool trace.
+	Open string `json:"open"`
 }
 
 // Entry is one line of the timeline.
@@ -100,6 +115,13 @@ func Build(name string, b *flight.Bundle) (*Timeline, error) {
 		t.Artifacts = []string{}
 	}
 	t.MissingArtifacts = m.MissingArtifacts
+	t.ExecutionTraceNote = m.ExecutionTraceNote
+	for _, mem := range b.Members {
+		if mem.Name == flight.ExecutionTraceName {
+			t.ExecutionTrace = &ExecutionTrace{Member: mem.Name, Size: mem.Size,
+				Open: "tar -xzf " + name + " " + mem.Name + " && go tool trace " + mem.Name}
+		}
+	}
 	t.Redactions = m.Redaction.Counts
 	if t.Redactions == nil {
 		t.Redactions = map[string]int{}
@@ -249,6 +271,11 @@ func (tl *Timeline) WriteText(w io.Writer) error {
 	p("\n")
 	if t.SpansNote != "" {
 		p("           no spans: %s\n", t.SpansNote)
+	}
+	if et := t.ExecutionTrace; et != nil {
+		p("go trace:  %s (%d bytes); open with: %s\n", et.Member, et.Size, et.Open)
+	} else if t.ExecutionTraceNote != "" {
+		p("go trace:  none: %s\n", t.ExecutionTraceNote)
 	}
 	var red []string
 	for _, k := range slices.Sorted(maps.Keys(t.Redactions)) {
