@@ -176,8 +176,20 @@ type Agent struct {
 // middleware and hooks, then installs the extensions in priority order.
 // If an extension fails to install, its registrations are rolled back, the
 // extensions installed before it are torn down, and New returns an
-// [*ExtensionError] naming it.
+// [*ExtensionError] naming it. The new session is announced to hooks as
+// [EventSessionStart].
 func New(opts ...Option) (*Agent, error) {
+	a, err := newAgent(opts)
+	if err != nil {
+		return nil, err
+	}
+	a.sessionStarted(context.Background(), false)
+	return a, nil
+}
+
+// newAgent builds an agent for New and LoadSession, which announce its
+// session.
+func newAgent(opts []Option) (*Agent, error) {
 	a := &Agent{}
 	for _, o := range opts {
 		o(&a.cfg)

@@ -55,6 +55,7 @@ func TestCommandOutput(t *testing.T) {
 	p := ht.NewScriptedProvider()
 	rec := &ht.HookRecorder{}
 	a := newAgent(t, p, harness.WithExtensions(ext), rec.Option())
+	rec.Reset() // the session start
 	res, err := a.Run(context.Background(), "/status   all  the things ")
 	if err != nil {
 		t.Fatal(err)

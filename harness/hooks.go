@@ -39,6 +39,17 @@ const (
 	// failed. A run that follows from the command's prompt has its own
 	// EventRunStart.
 	EventCommand
+	// EventSessionStart fires when an agent's session begins: at the end
+	// of [New] for a new session (with context.Background()), and of
+	// [LoadSession] for a restored one, with Event.Restored set. A
+	// process that restarts and builds the agent again sees it again.
+	EventSessionStart
+	// EventMessage fires when a message is added to the conversation —
+	// the user's, the model's, the tool results — with Event.Message.
+	EventMessage
+	// EventToolUpdate fires when a running tool publishes metadata with
+	// [Update]: Event.ToolCall and Event.Metadata.
+	EventToolUpdate
 
 	numHookEvents
 )
@@ -54,6 +65,9 @@ var hookEventNames = [...]string{
 	EventError:             "error",
 	EventHookFailed:        "hook_failed",
 	EventCommand:           "command",
+	EventSessionStart:      "session_start",
+	EventMessage:           "message",
+	EventToolUpdate:        "tool_update",
 }
 
 func (e HookEvent) String() string {
@@ -95,6 +109,13 @@ type Event struct {
 	FailedEvent HookEvent
 	// Command is the slash command that ran (EventCommand).
 	Command *CommandRun
+	// Restored marks the start of a session restored by LoadSession
+	// (EventSessionStart).
+	Restored bool
+	// Message is the message added to the conversation (EventMessage).
+	Message *Message
+	// Metadata is what the tool published (EventToolUpdate).
+	Metadata map[string]any
 }
 
 // Hook observes events. It receives the context of the step the event

@@ -15,14 +15,18 @@ func TestHookEventsOfARun(t *testing.T) {
 	p := ht.NewScriptedProvider(ht.CallTool("c1", "echo", `{"text":"a"}`), ht.Reply("done"))
 	rec := &ht.HookRecorder{}
 	a := newAgent(t, p, harness.WithTools(echoTool()), rec.Option(), harness.WithName("bot"))
+	if got := rec.Types(); !slices.Equal(got, []harness.HookEvent{harness.EventSessionStart}) {
+		t.Fatalf("events of New = %v", got)
+	}
+	rec.Reset()
 	if _, err := a.Run(context.Background(), "hello"); err != nil {
 		t.Fatal(err)
 	}
 	want := []harness.HookEvent{
-		harness.EventRunStart,
-		harness.EventModelRequestStart, harness.EventModelRequestEnd,
-		harness.EventToolCallStart, harness.EventToolCallEnd,
-		harness.EventModelRequestStart, harness.EventModelRequestEnd,
+		harness.EventRunStart, harness.EventMessage,
+		harness.EventModelRequestStart, harness.EventModelRequestEnd, harness.EventMessage,
+		harness.EventToolCallStart, harness.EventToolCallEnd, harness.EventMessage,
+		harness.EventModelRequestStart, harness.EventModelRequestEnd, harness.EventMessage,
 		harness.EventRunEnd,
 	}
 	if got := rec.Types(); !slices.Equal(got, want) {
@@ -32,17 +36,17 @@ func TestHookEventsOfARun(t *testing.T) {
 	if evs[0].Input != "hello" || evs[0].Agent != "bot" || evs[0].SessionID != a.SessionID() || evs[0].RunID == "" || evs[0].Time.IsZero() {
 		t.Errorf("run start = %+v", evs[0])
 	}
-	if evs[1].Request == nil || evs[1].Request.PrefixKey.Key.IsZero() || evs[1].Step != 1 {
-		t.Errorf("model start = %+v", evs[1])
+	if evs[2].Request == nil || evs[2].Request.PrefixKey.Key.IsZero() || evs[2].Step != 1 {
+		t.Errorf("model start = %+v", evs[2])
 	}
-	if evs[2].Response == nil || evs[2].Response.Provider != "scripted" {
-		t.Errorf("model end = %+v", evs[2])
+	if evs[3].Response == nil || evs[3].Response.Provider != "scripted" {
+		t.Errorf("model end = %+v", evs[3])
 	}
-	if evs[4].ToolResult == nil || evs[4].ToolResult.Content != "echo: a" || evs[4].ToolCall.ID != "c1" {
-		t.Errorf("tool end = %+v", evs[4])
+	if evs[6].ToolResult == nil || evs[6].ToolResult.Content != "echo: a" || evs[6].ToolCall.ID != "c1" {
+		t.Errorf("tool end = %+v", evs[6])
 	}
-	if evs[7].Result == nil || evs[7].Result.Status != harness.StatusCompleted {
-		t.Errorf("run end = %+v", evs[7])
+	if evs[11].Result == nil || evs[11].Result.Status != harness.StatusCompleted {
+		t.Errorf("run end = %+v", evs[11])
 	}
 	for _, e := range evs {
 		if e.RunID != evs[0].RunID {

@@ -72,6 +72,9 @@ func TestMiddlewareOrder(t *testing.T) {
 	}))
 	p := ht.NewScriptedProvider(ht.CallTool("c1", "probe", `{}`), ht.Reply("done"))
 	hook := func(ctx context.Context, ev *harness.Event) error {
+		if ev.Type == harness.EventSessionStart {
+			return nil // at New, outside any run
+		}
 		if v, _ := ctx.Value(ctxKey("A")).(string); v != "run" {
 			t.Errorf("hook %s does not see the run interceptor's context", ev.Type)
 		}
@@ -85,10 +88,13 @@ func TestMiddlewareOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"A.run{", "B.run{", "hook.run_start",
+		"A.run{", "B.run{", "hook.run_start", "hook.message",
 		"A.model{", "B.model{", "A.before_model", "B.before_model", "hook.model_request_start", "hook.model_request_end", "B.after_model", "A.after_model", "B.model}", "A.model}",
+		"hook.message",
 		"A.tool{", "B.tool{", "hook.tool_call_start", "A.before_tool", "B.before_tool", "tool", "B.after_tool", "A.after_tool", "hook.tool_call_end", "B.tool}", "A.tool}",
+		"hook.message",
 		"A.model{", "B.model{", "A.before_model", "B.before_model", "hook.model_request_start", "hook.model_request_end", "B.after_model", "A.after_model", "B.model}", "A.model}",
+		"hook.message",
 		"hook.run_end", "B.run}", "A.run}",
 	}
 	if got := log.list(); !slices.Equal(got, want) {

@@ -240,10 +240,10 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, rs *resu
 			}
 		}
 		msgStart = len(a.messages)
-		a.appendMessage(UserMessage(input))
+		a.addMessage(ctx, res, UserMessage(input))
 	} else {
 		msgStart = rs.p.MsgStart
-		a.appendMessage(toolMessage(a.resumeTools(ctx, res, rs)))
+		a.addMessage(ctx, res, toolMessage(a.resumeTools(ctx, res, rs)))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -268,7 +268,7 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 			return a.finish(ctx, res, msgStart, err)
 		}
 		res.Usage.Add(resp.Usage)
-		a.appendMessage(resp.Message)
+		a.addMessage(ctx, res, resp.Message)
 		calls := resp.Message.ToolCalls()
 		if len(calls) == 0 {
 			res.Text = resp.Message.Text()
@@ -295,7 +295,7 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 			})
 			return a.finish(ctx, res, msgStart, nil)
 		}
-		a.appendMessage(toolMessage(results))
+		a.addMessage(ctx, res, toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}

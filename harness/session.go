@@ -83,8 +83,9 @@ func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
 // LoadSession builds an agent from opts (as [New] does: supply the provider,
 // tools and extensions again) and restores a session saved by
 // [Agent.SaveSession] into it: the session ID, the conversation, the pending
-// approvals and, through [SessionLoader], each extension's state, in install
-// order. Every saved extension name must be installed. A corrupt,
+// approvals, the activated deferred tools and, through [SessionLoader],
+// each extension's state, in install order; then hooks see
+// [EventSessionStart] with Event.Restored set. Every saved extension name must be installed. A corrupt,
 // truncated or newer-version session, a missing extension, or a failing
 // loader is an error; the agent built for it is closed and nothing else is
 // changed.
@@ -93,7 +94,7 @@ func LoadSession(ctx context.Context, data []byte, opts ...Option) (*Agent, erro
 	if err != nil {
 		return nil, err
 	}
-	a, err := New(append(slices.Clip(opts), WithSessionID(d.SessionID))...)
+	a, err := newAgent(append(slices.Clip(opts), WithSessionID(d.SessionID)))
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +129,7 @@ func LoadSession(ctx context.Context, data []byte, opts ...Option) (*Agent, erro
 		a.activate(d.ActiveTools)
 		a.regMu.Unlock()
 	}
+	a.sessionStarted(ctx, true)
 	return a, nil
 }
 

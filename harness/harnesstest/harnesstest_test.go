@@ -76,7 +76,9 @@ func TestHookRecorder(t *testing.T) {
 	}
 	defer a.Close(context.Background())
 	a.Run(context.Background(), "hi")
-	if len(rec.Events()) != 4 || len(rec.Of(harness.EventRunEnd)) != 1 {
+	// session start, run start, user message, model request start and
+	// end, assistant message, run end.
+	if len(rec.Events()) != 7 || len(rec.Of(harness.EventRunEnd)) != 1 || len(rec.Of(harness.EventMessage)) != 2 {
 		t.Fatalf("events = %v", rec.Types())
 	}
 	rec.Reset()
