@@ -67,8 +67,10 @@ func Block(reason string) ToolAction { return ToolAction{Kind: ToolBlock, Reason
 func Ask(reason string) ToolAction { return ToolAction{Kind: ToolAsk, Reason: reason} }
 
 // ToolCallMiddleware runs before a tool executes. It may edit call.Input in
-// place (replace the slice; do not write into it), block the call, or ask
-// for approval. Returning an error gives the model an error result.
+// place (replace the slice; do not write into it: [ToolCall.DecodeInput]
+// and [ToolCall.SetInput] do it), block the call, or ask for approval.
+// Returning an error gives the model an error result. [ToolCallFunc]
+// makes one of a function.
 type ToolCallMiddleware interface {
 	BeforeToolExecution(ctx context.Context, call *ToolCall) (ToolAction, error)
 }
@@ -76,6 +78,7 @@ type ToolCallMiddleware interface {
 // ToolResultMiddleware runs after a tool executes, or after the engine
 // produced an error result for it (blocked, denied, invalid). It may
 // replace *result. Returning an error gives the model an error result.
+// [ToolResultFunc] makes one of a function.
 type ToolResultMiddleware interface {
 	AfterToolExecution(ctx context.Context, call *ToolCall, result *ToolResult) error
 }
