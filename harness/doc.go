@@ -89,6 +89,71 @@
 //	OnLoadSession    LoadSession                         install order
 //	Teardown         Agent.Close                         reverse
 //
+// # Portable extension features
+//
+// Beyond tools, middleware, hooks and prompt providers, an
+// [ExtensionContext] offers what a portable extension (an MCP adapter, web
+// access, subagents) needs:
+//
+//   - Storage: [ExtensionContext.Storage] is a synchronous key-value store
+//     of JSON values (Get, Put, Delete, List by prefix) per namespace, with
+//     [Storage.Session] for one session's values. By default it is a file
+//     store under the state directory ([WithStateDir], default .harnessx),
+//     written atomically (temporary file, sync, rename), so values survive
+//     a restart and a [LoadSession]; a durable runtime plugs its database
+//     in with [WithStorage] (any [StorageBackend]; harnesstest has the
+//     conformance suite).
+//   - Deferred tools: a [Tool] with Deferred set is in the catalog but not
+//     offered to the model until the session activates it — from a tool's
+//     result ([ActivateTools] in a handler, or [ToolResult.Activate]) or
+//     with [Agent.Tools] (Activate, Deactivate, Offered). An agent is one
+//     session, so Agent.Tools is that session's set. Activations are saved
+//     with the session, and a change of the offered tools shows in the
+//     [PrefixKey] as a cache break caused by "tools".
+//   - Tool transforms: [ExtensionContext.TransformTools] adds a
+//     [ToolTransform], which sees the base catalog (tools from WithTools and
+//     registrations, or the previous transform's output) and returns the
+//     catalog. The catalog is rebuilt from the base at every registration
+//     change and [ExtensionContext.RefreshTools], so a refresh cannot undo
+//     a policy, an edit never applies twice, and a removed source's tools
+//     disappear. Deferral applies after the transforms.
+//   - Instructions: [ExtensionContext.Instructions] sets named sections of
+//     the system prompt, in key order, between the base prompt and the
+//     prompt providers' texts.
+//   - Commands: [ExtensionContext.RegisterCommand]; [Agent.Run] resolves
+//     "/name args" input before anything is stored or sent to the model. A
+//     command's output comes back in [RunResult.Command] (and as Text); a
+//     prompt it returns becomes an ordinary run. Under a run ID from
+//     [ContextWithRunID] the command run is recorded, so a retried
+//     submission does not run it twice. An unknown command fails with
+//     [ErrUnknownCommand], listing the available ones.
+//   - Features: [ExtensionContext.Supports] tells what this engine offers
+//     ([FeatureStorage], [FeatureDurableAsks], …). An extension that uses
+//     a missing feature during Install without asking first — or declares
+//     it with [ExtensionContext.Require] — fails its install with an
+//     [*UnsupportedError] naming the feature.
+//   - In a tool: [Update] publishes live metadata to [EventToolUpdate]
+//     hooks; [AskUser] asks the user a durable question.
+//   - Before-execution middleware edits the input ([ToolCall.SetInput]),
+//     blocks ([Block]) or asks for a durable approval ([Ask]); after-execution
+//     middleware replaces the result. [ToolCallFunc] and [ToolResultFunc]
+//     make middleware of functions.
+//
+// The events of the portable-extension design map onto hooks:
+//
+//	session created   EventSessionStart (New; LoadSession with Event.Restored)
+//	message end       EventMessage (each message added to the conversation)
+//	tool end          EventToolCallEnd
+//	turn end          EventRunEnd (paused runs included; Result.Status says)
+//	tool update       EventToolUpdate
+//	command           EventCommand
+//
+// Delivery is at least once: a durable runtime that recovers a run executes
+// it again, and the hooks of the steps it did not record — messages, tool
+// updates, run start and end — fire again, as does EventSessionStart for
+// the rebuilt agent. A hook that counts or writes must tolerate repeats
+// (key them by [Event.RunID] and [ExecutionKey]).
+//
 // # Sessions and the prompt-cache prefix key
 //
 // [Agent.SaveSession] writes versioned JSON with the conversation, pending
