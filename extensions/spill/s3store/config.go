@@ -292,7 +292,8 @@ func endpointHost(endpoint string) (host string, secure bool, err error) {
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return "", false, fmt.Errorf("s3store: endpoint %q: %v", redactURL(endpoint), err)
+		// The parser's message quotes the whole URL, credentials included.
+		return "", false, fmt.Errorf("s3store: endpoint %q is not a valid URL", redactURL(endpoint))
 	}
 	if u.User != nil {
 		return "", false, errors.New("s3store: the endpoint URL must not hold credentials")

@@ -132,7 +132,7 @@ func bigTool(name, content string) *harness.Tool {
 	return &harness.Tool{
 		Name: name, Description: "returns a large result",
 		InputSchema: json.RawMessage(`{"type":"object"}`),
-		Handler: func(context.Context, json.RawMessage) (string, error) { return content, nil },
+		Handler:     func(context.Context, json.RawMessage) (string, error) { return content, nil },
 	}
 }
 

@@ -150,7 +150,7 @@ func (s *Store) inventory(ctx context.Context) (*inventory, error) {
 	inv := &inventory{blobs: map[string]minio.ObjectInfo{}}
 	list := func(prefix string, fn func(rest string, o minio.ObjectInfo)) error {
 		p := s.key(prefix) + "/"
-		for o := range s.core.Client.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: p, Recursive: true}) {
+		for o := range s.core.Client.ListObjectsIter(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: p, Recursive: true}) {
 			if o.Err != nil {
 				return o.Err
 			}

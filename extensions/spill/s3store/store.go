@@ -170,14 +170,15 @@ func (s *Store) blobKey(sum string) string    { return s.key("blobs", "sha256", 
 func (s *Store) idKey(id string) string       { return s.key("ids", id) }
 func (s *Store) refKey(sum, id string) string { return s.key("refs", sum, id) }
 
-// Check tests the bucket and the credentials with one request.
+// Check tests the bucket and the credentials with one request (a listing
+// of at most one key under the prefix: unlike a HEAD, its answer says
+// what is wrong).
 func (s *Store) Check(ctx context.Context) error {
-	ok, err := s.core.BucketExists(ctx, s.cfg.Bucket)
-	if err != nil {
-		return s.wrap("checking the bucket", "", err)
-	}
-	if !ok {
-		return fmt.Errorf("%w: %s at %s", ErrNoBucket, s.cfg.Bucket, s.endpoint)
+	for o := range s.core.Client.ListObjectsIter(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: s.key("ids") + "/", MaxKeys: 1}) {
+		if o.Err != nil {
+			return s.wrap("checking", "", o.Err)
+		}
+		break
 	}
 	return nil
 }
@@ -454,7 +455,7 @@ func (s *Store) removeID(ctx context.Context, id, sum string) error {
 	delete(s.index, id)
 	delete(s.written, id)
 	s.mu.Unlock()
-	refs := s.core.Client.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: s.key("refs", sum) + "/", MaxKeys: 1})
+	refs := s.core.Client.ListObjectsIter(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: s.key("refs", sum) + "/", MaxKeys: 1})
 	for o := range refs {
 		if o.Err != nil {
 			return o.Err
@@ -566,9 +567,27 @@ func isPrecondition(err error) bool {
 	return r.StatusCode == http.StatusPreconditionFailed || r.Code == "PreconditionFailed"
 }
 
+// isNotFound reports a missing object. A HEAD answer has no body: minio-go
+// names a 404 to it NoSuchKey, whatever the reason.
 func isNotFound(err error) bool {
 	r := minio.ToErrorResponse(err)
-	return r.Code == "NoSuchKey" || r.Code == "NotFound" || (r.StatusCode == http.StatusNotFound && r.Code != "NoSuchBucket")
+	switch r.Code {
+	case "NoSuchKey", "NotFound":
+		return true
+	case "":
+		return r.StatusCode == http.StatusNotFound
+	}
+	return false
+}
+
+// isDenied reports refused credentials. versitygw answers an unknown
+// access key with 404 XAdminUserNotFound.
+func isDenied(r minio.ErrorResponse) bool {
+	switch r.Code {
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "XAdminUserNotFound":
+		return true
+	}
+	return r.StatusCode == http.StatusForbidden
 }
 
 // wrap turns a client error into one of the package's errors, naming the
@@ -599,7 +618,7 @@ func (s *Store) wrap(op, what string, err error) error {
 		return fmt.Errorf("%s%w: bucket %q does not exist at %s", prefix, ErrNoBucket, s.cfg.Bucket, s.endpoint)
 	case isNotFound(err):
 		return fmt.Errorf("%snot found in %s: %w", prefix, where, fs.ErrNotExist)
-	case r.Code == "InvalidAccessKeyId" || r.Code == "SignatureDoesNotMatch" || r.Code == "AccessDenied" || r.StatusCode == http.StatusForbidden:
+	case isDenied(r):
 		return fmt.Errorf("%s%w by %s (%s): check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY", prefix, ErrAccessDenied, where, orDefault(r.Code, "403"))
 	case r.Code != "":
 		return fmt.Errorf("%s%s: %s: %s", prefix, where, r.Code, r.Message)
