@@ -111,7 +111,7 @@ CREATE TABLE IF NOT EXISTS {S} (
 		stmt **sql.Stmt
 		q    string
 	}{
-		{&l.execStmt, `INSERT INTO {S} AS s (run_id, step_key, started_ms, n) VALUES ($1, '', $2, 1)
+		{&l.execStmt, `INSERT INTO {S} AS s (run_id, step_key, started_ms, n) VALUES ($1, '', $2, 2)
 ON CONFLICT (run_id, step_key) DO UPDATE SET n = s.n + 1 RETURNING n`},
 		{&l.markStmt, `INSERT INTO {S} (run_id, step_key, started_ms, n) VALUES ($1, $2, $3, 1) ON CONFLICT (run_id, step_key) DO NOTHING`},
 		{&l.startStmt, `SELECT started_ms FROM {S} WHERE run_id = $1 AND step_key = $2`},
@@ -175,15 +175,16 @@ func (l *leaseDB) release(ctx context.Context, app, executor, me string) error {
 	return err
 }
 
-// The steps table: one row per execution count (step_key "") and one
-// marker per tool call that started (step_key the call's step name), of
-// the runs that have not finished. The marker is what tells, after a
-// crash, a call that started from one that did not; it is one prepared
-// statement, cheaper than a DBOS step (a read, a write and a
-// transaction). A run's rows are deleted when it finishes.
+// The steps table: one marker per tool call that started (step_key the
+// call's step name) and, for a run executed again after a crash, its
+// execution count (step_key ""), of the runs that have not finished. The
+// marker is what tells, after a crash, a call that started from one that
+// did not; it is one prepared statement, cheaper than a DBOS step (a
+// read, a write and a transaction). A finished run's rows are deleted in
+// the background, in batches (Runtime.finished).
 
-// execution counts one more execution of runID and returns its number:
-// 1 for the first.
+// execution counts one more re-execution of runID and returns its
+// number: 2 for the first.
 func (l *leaseDB) execution(ctx context.Context, runID string) (int, error) {
 	var n int
 	err := l.execStmt.QueryRowContext(ctx, runID, time.Now().UnixMilli()).Scan(&n)
@@ -209,10 +210,20 @@ func (l *leaseDB) mark(ctx context.Context, runID, key string) (start time.Time,
 	return time.UnixMilli(ms).UTC(), false, nil
 }
 
-// done deletes a finished run's rows.
-func (l *leaseDB) done(ctx context.Context, runID string) error {
-	_, err := l.doneStmt.ExecContext(ctx, runID)
-	return err
+// done deletes the rows of finished runs, in one transaction.
+func (l *leaseDB) done(ctx context.Context, runIDs []string) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	st := tx.StmtContext(ctx, l.doneStmt)
+	for _, id := range runIDs {
+		if _, err := st.ExecContext(ctx, id); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // supervisor runs the heartbeat and the lease checks of a launched runtime.

@@ -159,6 +159,11 @@ type Runtime struct {
 	aux    *leaseDB // see auxDB
 	auxErr error
 
+	cleanMu     sync.Mutex // see finished
+	cleanCh     chan string
+	cleanDone   chan struct{}
+	cleanClosed bool
+
 	mu       sync.Mutex
 	agents   map[string]Factory
 	launched bool
@@ -309,6 +314,14 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	}
 	if err := dbos.Shutdown(rt.dctx, timeout); err != nil {
 		rt.closeErr = fmt.Errorf("durable: close: %w", err)
+	}
+	rt.cleanMu.Lock()
+	rt.cleanClosed = true
+	ch, done := rt.cleanCh, rt.cleanDone
+	rt.cleanMu.Unlock()
+	if ch != nil {
+		close(ch)
+		<-done
 	}
 	rt.auxMu.Lock()
 	if rt.aux != nil {
@@ -699,26 +712,36 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		out.Session = data
 	}
 	if ctx.Err() == nil { // a run stopped by Close stays pending, its markers needed
-		rt.finished(ctx, runID)
+		rt.finished(runID)
 	}
 	return out, nil
 }
 
-// execution returns which execution of the run this is, counted in the
-// runtime's steps table: 1 for the first, 2 for the first re-execution
-// after its process stopped (recovery at Launch, a lease supervisor's
-// resume), and so on. DBOS's recovery_attempts cannot serve: ResumeWorkflow
-// resets it. It is 1 when the table cannot be used (an in-memory
-// database), and 2 when a re-execution cannot be counted.
+// execution returns which execution of the run this is: 1 for a run with
+// no recorded step, else (a re-execution after its process stopped:
+// recovery at Launch, a lease supervisor's resume) its count in the
+// runtime's steps table, 2 for the first re-execution. DBOS's
+// recovery_attempts cannot serve: ResumeWorkflow resets it. A first
+// execution that stopped before recording a step is not told apart from
+// a first one: nothing of it was recorded. A fresh run costs one read,
+// no write. When the count cannot be kept, a re-execution is attempt 2.
 func (rt *Runtime) execution(ctx context.Context, runID string) int {
-	db, err := rt.auxDB(ctx)
+	steps, err := dbos.GetWorkflowSteps(rt.dctx, runID, dbos.WithStepsLimit(1), dbos.WithStepsLoadOutput(false))
 	if err != nil {
+		rt.cfg.logger.Warn("durable: cannot tell whether a run is recovered", "run_id", runID, "error", err)
 		return 1
 	}
-	n, err := db.execution(ctx, runID)
-	if err != nil {
-		rt.cfg.logger.Warn("durable: cannot count the executions of a run", "run_id", runID, "error", err)
+	if len(steps) == 0 {
 		return 1
+	}
+	n := 2
+	db, err := rt.auxDB(ctx)
+	if err == nil {
+		n, err = db.execution(ctx, runID)
+	}
+	if err != nil {
+		rt.cfg.logger.Warn("durable: cannot count the executions of a recovered run", "run_id", runID, "error", err)
+		return 2
 	}
 	return n
 }
@@ -737,11 +760,51 @@ func (rt *Runtime) mark(ctx context.Context, runID, key string) (time.Time, bool
 	return db.mark(ctx, runID, key)
 }
 
-// finished deletes the rows of a run that finished from the steps table.
-func (rt *Runtime) finished(ctx context.Context, runID string) {
-	if db, err := rt.auxDB(ctx); err == nil {
-		if err := db.done(ctx, runID); err != nil {
-			rt.cfg.logger.Warn("durable: cannot clear the markers of a finished run", "run_id", runID, "error", err)
+// finished queues a finished run's rows for deletion from the steps
+// table. A background cleaner deletes them in batches, off the run's
+// path; rows a crash leaves behind are never read again (a finished run
+// does not execute again) and only take room.
+func (rt *Runtime) finished(runID string) {
+	rt.cleanMu.Lock()
+	defer rt.cleanMu.Unlock()
+	if rt.cleanClosed {
+		return
+	}
+	if rt.cleanCh == nil {
+		rt.cleanCh = make(chan string, 1024)
+		rt.cleanDone = make(chan struct{})
+		go rt.cleaner(rt.cleanCh)
+	}
+	select {
+	case rt.cleanCh <- runID:
+	default: // the cleaner is behind: leave these rows
+	}
+}
+
+// cleaner deletes the rows of finished runs until Close closes cleanCh.
+func (rt *Runtime) cleaner(ch <-chan string) {
+	defer close(rt.cleanDone)
+	ctx := context.Background()
+	for id := range ch {
+		batch := []string{id}
+	more:
+		for len(batch) < 256 {
+			select {
+			case id, ok := <-ch:
+				if !ok {
+					break more
+				}
+				batch = append(batch, id)
+			default:
+				break more
+			}
+		}
+		db, err := rt.auxDB(ctx)
+		if err == nil {
+			err = db.done(ctx, batch)
+		}
+		if err != nil {
+			rt.cfg.logger.Warn("durable: cannot clear the markers of finished runs", "runs", len(batch), "error", err)
 		}
 	}
 }

@@ -84,3 +84,38 @@ func TestRecoveredRunTrace(t *testing.T) {
 		t.Fatalf("spans: %d invoke_agent, %d chat, %d execute_tool; want 1, 1, 0", agents, chats, tools)
 	}
 }
+
+// TestFinishedRunsLeaveNoMarkers: the tool-call markers of finished runs
+// are deleted (in the background, drained at Close); a recovered run's
+// execution count goes with them.
+func TestFinishedRunsLeaveNoMarkers(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dir string) {
+		if _, killed := runChild(t, dir, "run", "model", "m1", true); !killed {
+			t.Fatal("the child was not killed")
+		}
+		rt := openFixture(t, dir, true)
+		if _, err := rt.Wait(ctxT(t), "m1"); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"p1", "p2"} {
+			if _, err := rt.Run(ctxT(t), "par", "go", WithRunID(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rt.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		db, err := openLeaseDB(ctxT(t), fixtureDSN(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.close()
+		var n int
+		if err := db.db.QueryRowContext(ctxT(t), db.q("SELECT COUNT(*) FROM {S} WHERE run_id IN ('m1', 'p1', 'p2')")).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("%d rows left in the steps table for finished runs", n)
+		}
+	})
+}
