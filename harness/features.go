@@ -43,6 +43,7 @@ type UnsupportedError struct {
 	Hint string
 }
 
+// Error names the feature and says how to get it.
 func (e *UnsupportedError) Error() string {
 	msg := fmt.Sprintf("harness: feature %q is not supported by this agent", e.Feature)
 	if e.Hint != "" {

@@ -39,6 +39,7 @@ type StorageScope struct {
 	Session   string
 }
 
+// String returns the namespace, and the session when there is one.
 func (s StorageScope) String() string {
 	if s.Session == "" {
 		return s.Namespace

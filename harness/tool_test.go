@@ -134,8 +134,8 @@ func TestConcurrentToolsRunInParallelAndKeepOrder(t *testing.T) {
 	var running, peak atomic.Int32
 	gate := make(chan struct{})
 	par := harness.MustTool(harness.NewTool("par", "", func(_ context.Context, in echoIn) (string, error) {
-		if c := running.Add(1); c > peak.Load() {
-			peak.Store(c)
+		c := running.Add(1)
+		for p := peak.Load(); c > p && !peak.CompareAndSwap(p, c); p = peak.Load() {
 		}
 		if running.Load() == n {
 			close(gate)
@@ -172,8 +172,8 @@ func TestConcurrentToolsRunInParallelAndKeepOrder(t *testing.T) {
 func TestNonConcurrentToolsRunOneAtATime(t *testing.T) {
 	var running, peak atomic.Int32
 	seq := harness.MustTool(harness.NewTool("seq", "", func(context.Context, struct{}) (string, error) {
-		if c := running.Add(1); c > peak.Load() {
-			peak.Store(c)
+		c := running.Add(1)
+		for p := peak.Load(); c > p && !peak.CompareAndSwap(p, c); p = peak.Load() {
 		}
 		time.Sleep(5 * time.Millisecond)
 		running.Add(-1)
