@@ -105,12 +105,16 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // logText writes about size bytes of numbered log lines; one line in
 // 1,000 holds "zanzibar". It returns the data and the number of those
 // lines.
-func logText(size int) ([]byte, int) {
+func logText(size int) ([]byte, int) { return logTextEvery(size, 1000) }
+
+// logTextEvery is logText with one "zanzibar" line in every.
+func logTextEvery(size, every int) ([]byte, int) {
 	var buf bytes.Buffer
+	buf.Grow(size + 100)
 	w := bufio.NewWriter(&buf)
 	rare := 0
 	for i := 0; buf.Len()+w.Buffered() < size; i++ {
-		if i%1000 == 500 {
+		if i%every == every/2 {
 			fmt.Fprintf(w, "%08d WARN shipment %d rerouted through the zanzibar hub\n", i, i)
 			rare++
 		} else {
