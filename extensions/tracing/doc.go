@@ -40,6 +40,8 @@
 // langsmith.metadata.ls_model_name / ls_provider so that LangSmith can price
 // the run. A streamed reply adds a new_token event at its first chunk.
 // Each retry of a request is its own chat span with harnessx.attempt.
+// A tool that publishes live metadata with [harness.Update] adds a
+// harnessx.tool.update event ([EventToolUpdate]) to its execute_tool span.
 //
 // [WithLangSmithPromptKeys] also sets the captured inputs and outputs
 // under gen_ai.prompt and gen_ai.completion, the keys LangSmith's OTel

@@ -277,6 +277,12 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 		e.installed.Store(false)
 		return err
 	}
+	if ec.Supports(harness.FeatureToolUpdates) {
+		if _, err := ec.OnHook(harness.EventToolUpdate, e.toolUpdate); err != nil {
+			e.installed.Store(false)
+			return err
+		}
+	}
 	return nil
 }
 
