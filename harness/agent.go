@@ -43,6 +43,7 @@ type config struct {
 	sessionID   string
 	retry       RetryPolicy
 	steps       StepRunner
+	pricing     func(model string, u Usage) (usd float64, ok bool)
 	stateDir    string
 	stateDirSet bool
 	storage     StorageBackend
@@ -66,6 +67,16 @@ type RetryPolicy struct {
 	MaxAttempts int
 	// Backoff is the wait before the second attempt; it doubles after each.
 	Backoff time.Duration
+}
+
+// WithPricing sets the function that prices each model response for
+// [RunResult.Cost]: it gets the response's model (the agent's model when
+// the response names none) and usage, and returns the cost in US dollars
+// and whether it knows the model's price. pricing.Table.USD fits:
+// harness.WithPricing(pricing.Default().USD). It is called on the run's
+// goroutine, once per model response. Default: none, and Cost stays 0.
+func WithPricing(fn func(model string, u Usage) (usd float64, ok bool)) Option {
+	return func(c *config) { c.pricing = fn }
 }
 
 // WithProvider sets the model provider. Required.

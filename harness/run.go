@@ -36,6 +36,10 @@ type RunResult struct {
 	Messages []Message
 	// Usage sums the usage of every model request of the turn.
 	Usage Usage
+	// Cost sums, in US dollars, the cost of the model requests of the turn
+	// that the [WithPricing] function priced; 0 without one. Requests it
+	// could not price add nothing.
+	Cost float64
 	// Steps counts the model requests of the turn.
 	Steps int
 	// Pending lists the approvals a paused run waits for.
@@ -78,6 +82,7 @@ type pendingRun struct {
 	Input    string            `json:"input"`
 	Steps    int               `json:"steps"`
 	Usage    Usage             `json:"usage"`
+	Cost     float64           `json:"cost,omitempty"`
 	MsgStart int               `json:"msg_start"`
 	Calls    []ToolCall        `json:"calls"`
 	Results  []*ToolResult     `json:"results"` // nil where the call waits
@@ -196,7 +201,7 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 		return nil, fmt.Errorf("harness: Resume needs a decision for every pending approval; missing %s", strings.Join(missing, ", "))
 	}
 	a.setPending(nil)
-	res := &RunResult{RunID: p.RunID, Status: StatusCompleted, Steps: p.Steps, Usage: p.Usage}
+	res := &RunResult{RunID: p.RunID, Status: StatusCompleted, Steps: p.Steps, Usage: p.Usage, Cost: p.Cost}
 	rs := &runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: p.RunID, SessionID: a.cfg.sessionID, Resumed: true,
 		Steps: p.Steps, Attempt: attempt, Recovered: attempt > 1}}
 	info := &rs.info
@@ -268,6 +273,9 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 			return a.finish(ctx, res, msgStart, err)
 		}
 		res.Usage.Add(resp.Usage)
+		if a.cfg.pricing != nil {
+			a.addCost(res, resp)
+		}
 		a.addMessage(ctx, res, resp.Message)
 		calls := resp.Message.ToolCalls()
 		if len(calls) == 0 {
@@ -290,7 +298,7 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 				}
 			}
 			a.setPending(&pendingRun{
-				RunID: res.RunID, Input: input, Steps: res.Steps, Usage: res.Usage,
+				RunID: res.RunID, Input: input, Steps: res.Steps, Usage: res.Usage, Cost: res.Cost,
 				MsgStart: msgStart, Calls: calls, Results: results, Requests: reqs,
 			})
 			return a.finish(ctx, res, msgStart, nil)
@@ -803,5 +811,17 @@ func (a *Agent) emit(ctx context.Context, s *snapshot, ev *Event) {
 		if ev.Type != EventHookFailed && len(s.hooks[EventHookFailed]) > 0 {
 			a.emit(ctx, s, &Event{Type: EventHookFailed, RunID: ev.RunID, Step: ev.Step, Err: err, FailedEvent: ev.Type})
 		}
+	}
+}
+
+// addCost adds the cost of resp, as the WithPricing function prices it
+// (by the response's model, else the agent's), to res.Cost.
+func (a *Agent) addCost(res *RunResult, resp *ModelResponse) {
+	model := resp.Model
+	if model == "" {
+		model = a.cfg.model
+	}
+	if usd, ok := a.cfg.pricing(model, resp.Usage); ok {
+		res.Cost += usd
 	}
 }
