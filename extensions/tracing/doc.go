@@ -128,7 +128,9 @@
 //     gen_ai.tool.name and harnessx.tool.status;
 //   - harnessx.run.duration (s, histogram): each run (a Run, or a Resume
 //     after approvals), with gen_ai.agent.name, harnessx.run.status and,
-//     for a failed run, error.type.
+//     for a failed run, error.type;
+//   - harnessx.client.cost ({USD}, counter): the cost of the model requests
+//     the price table prices (see Cost), with the chat attributes.
 //
 // The conventions define no metric for tool calls or agent runs, and
 // gen_ai.client.operation.duration is meant for model requests (it
@@ -139,6 +141,28 @@
 // too. Recordings carry the span's context, so an SDK that keeps exemplars
 // links them to the chat span. The exporters package builds
 // MeterProviders (exporters.MetersFromEnv and the others).
+//
+// # Cost
+//
+// A chat span whose model has a price carries harnessx.cost.usd and its
+// parts harnessx.cost.input_usd (input tokens neither read from nor
+// written to the prompt cache), cache_read_usd, cache_write_usd,
+// output_usd (output tokens other than reasoning) and reasoning_usd, in US
+// dollars, with harnessx.cost.prices_as_of, the table's date. The model is
+// the response's (gen_ai.response.model), else the request's; names match
+// the table exactly (see the pricing package). The invoke_agent span
+// carries the same keys with the run's totals (its own model requests;
+// a subagent's are on the subagent's span) and, when some requests had no
+// price, harnessx.cost.unpriced_requests. A model without a price gets no
+// cost attribute, and one Debug line in the agent's log the first time.
+// harness.WithPricing(table.USD) puts the same total on
+// harness.RunResult.Cost.
+//
+// The prices come from [WithPricing], else from pricing.FromEnv() at
+// Install: the built-in, dated table for current Anthropic and OpenAI
+// models, extended by the file that HARNESSX_PRICES names, or no costs
+// when HARNESSX_PRICES=off. A price file that cannot be used fails the
+// install with a [*ConfigError] naming the file and the line or field.
 //
 // # Content capture
 //

@@ -76,12 +76,16 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	if e.m != nil {
 		start = time.Now()
 	}
+	ctx, acc := e.withRunCost(ctx)
 	res := next(ctx)
 	ended = true
 	if e.m != nil {
 		e.m.recordRun(ctx, start, info, res)
 	}
 	if span.IsRecording() {
+		if acc != nil {
+			r.kvs = e.runCostAttrs(r.kvs, acc)
+		}
 		e.endRun(span, &r, info, res)
 	}
 	span.End()
@@ -204,8 +208,17 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 	start := time.Now()
 	resp, err := next(ctx, req)
 	ended = true
+	usd := -1.0 // not priced
+	if e.prices != nil && err == nil && resp != nil {
+		if c, ok := e.modelCost(ctx, req, resp); ok {
+			usd = c.Total
+			if span.IsRecording() {
+				r.kvs = e.costAttrs(r.kvs, &c)
+			}
+		}
+	}
 	if e.m != nil {
-		e.m.recordModel(ctx, e, start, req, resp, err, -1)
+		e.m.recordModel(ctx, e, start, req, resp, err, usd)
 	}
 	if span.IsRecording() {
 		e.endModel(ctx, span, &r, name, start, req, resp, err)

@@ -3,6 +3,7 @@ package tracing
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/redact"
+	"github.com/harnessx/harnessx/pricing"
 )
 
 // ExtensionName is the name the extension installs under.
@@ -73,12 +75,16 @@ type Option func(*config)
 //   - provider name from the provider (harness.ProviderNamer), else
 //     learnt from the responses ("unknown" until then);
 //   - no gen_ai.prompt / gen_ai.completion copies;
-//   - no metrics (no MeterProvider).
+//   - no metrics (no MeterProvider);
+//   - prices: pricing.FromEnv() at Install (the built-in table, which
+//     HARNESSX_PRICES may extend or turn off).
 type config struct {
 	tp           trace.TracerProvider
 	tpSet        bool
 	mp           metric.MeterProvider
 	mpSet        bool
+	prices       *pricing.Table
+	pricesSet    bool
 	capture      bool
 	captureSet   bool
 	redact       func(key, value string) string
@@ -171,12 +177,17 @@ func WithLangSmithPromptKeys(on bool) Option {
 // one agent with harness.WithExtensions. Its methods are safe for
 // concurrent use.
 type Extension struct {
-	cfg       config
-	tracer    trace.Tracer
-	tp        trace.TracerProvider // set at Install
-	m         *meters              // set at Install; nil without metrics
-	ec        *harness.ExtensionContext
-	installed atomic.Bool
+	cfg    config
+	tracer trace.Tracer
+	tp     trace.TracerProvider // set at Install
+	m      *meters              // set at Install; nil without metrics
+	// prices is the price table, set at Install; nil without costs.
+	prices     *pricing.Table
+	pricesAsOf attribute.KeyValue
+	unpriced   nameSet // the models logged as having no price
+	logger     *slog.Logger
+	ec         *harness.ExtensionContext
+	installed  atomic.Bool
 
 	// provider is the last provider name a response reported.
 	provider atomic.Pointer[string]
@@ -262,6 +273,23 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 	if !c.captureSet {
 		c.capture = captureFromEnv(os.Getenv(CaptureContentEnv))
 	}
+	prices := c.prices
+	if !c.pricesSet {
+		var err error
+		if prices, err = pricing.FromEnv(); err != nil {
+			e.installed.Store(false)
+			return &ConfigError{Option: "WithPricing (default from " + pricing.EnvPrices + ")", Reason: err.Error()}
+		}
+	} else if prices != nil {
+		if err := prices.Err(); err != nil {
+			e.installed.Store(false)
+			return &ConfigError{Option: "WithPricing", Reason: err.Error()}
+		}
+	}
+	if prices != nil {
+		e.prices, e.pricesAsOf = prices, KeyCostPricesAsOf.String(prices.AsOf())
+	}
+	e.logger = ec.Logger()
 	if c.mp != nil {
 		m, err := newMeters(c.mp)
 		if err != nil {
