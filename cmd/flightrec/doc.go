@@ -63,7 +63,10 @@
 // # show
 //
 // Show prints a bundle's timeline for people: the manifest's facts, the
-// verification result, token and tool totals, then one line per event
+// verification result, token and tool totals, each run's cost (its model
+// responses priced with the tracing extension's price table: the built-in
+// one, or the one HARNESSX_PRICES names; models without a price are
+// named, and HARNESSX_PRICES=off leaves costs out), then one line per event
 // with its offset from the first event, its step, its duration and a
 // summary. The first failure is marked with ">>>" and repeated at the end;
 // later failure events are marked with "!". The header counts distinct

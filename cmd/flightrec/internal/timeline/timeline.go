@@ -13,6 +13,8 @@ import (
 
 	"github.com/harnessx/harnessx/cmd/flightrec/internal/failures"
 	"github.com/harnessx/harnessx/extensions/flight"
+	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/pricing"
 )
 
 // Timeline is what flightrec show reports about a bundle.
@@ -29,7 +31,16 @@ type Timeline struct {
 	End       time.Time        `json:"end"`
 	Duration  Millis           `json:"duration_ms"`
 	Totals    Totals           `json:"totals"`
-	Entries   []Entry          `json:"entries"`
+	// Costs is each run's cost, from its model responses' usage and the
+	// price table of pricing.FromEnv (the built-in table, or the one
+	// HARNESSX_PRICES names), in the order the runs first appear; empty
+	// when the bundle has no model response or pricing is off.
+	Costs []RunCost `json:"costs,omitempty"`
+	// PricesAsOf is the price table's date; CostNote says why there are
+	// no costs (pricing off, a bad price file).
+	PricesAsOf string  `json:"prices_as_of,omitempty"`
+	CostNote   string  `json:"cost_note,omitempty"`
+	Entries    []Entry `json:"entries"`
 	// FirstFailure is the index in Entries of the first failure, or -1.
 	FirstFailure int `json:"first_failure"`
 }
@@ -69,6 +80,17 @@ type ExecutionTrace struct {
 	// Open is the shell command that extracts it and opens it with go
 	// tool trace.
 	Open string `json:"open"`
+}
+
+// RunCost is the cost of one run's model responses, in US dollars.
+type RunCost struct {
+	RunID string  `json:"run_id"`
+	USD   float64 `json:"usd"`
+	// Priced and Unpriced count the responses with and without a price;
+	// UnpricedModels names the models without one.
+	Priced         int      `json:"priced"`
+	Unpriced       int      `json:"unpriced,omitempty"`
+	UnpricedModels []string `json:"unpriced_models,omitempty"`
 }
 
 // Entry is one line of the timeline.
@@ -138,6 +160,15 @@ func Build(name string, b *flight.Bundle) (*Timeline, error) {
 		}
 	}
 	tl.Duration = Millis(tl.End.Sub(tl.Start))
+	prices, perr := pricing.FromEnv()
+	switch {
+	case perr != nil:
+		tl.CostNote = perr.Error()
+	case prices == nil:
+		tl.CostNote = "pricing is off (" + pricing.EnvPrices + ")"
+	default:
+		tl.PricesAsOf = prices.AsOf()
+	}
 	var fails failures.Counter
 	for i := range evs {
 		e := &evs[i]
@@ -150,6 +181,9 @@ func Build(name string, b *flight.Bundle) (*Timeline, error) {
 			t.CacheReadTokens += e.CacheReadTokens
 			t.CacheCreationTokens += e.CacheCreationTokens
 			t.ReasoningTokens += e.ReasoningTokens
+			if prices != nil && e.Error == "" {
+				tl.addCost(prices, e)
+			}
 		case flight.KindToolCall:
 			t.ToolCalls++
 		case flight.KindToolResult:
@@ -173,6 +207,29 @@ func Build(name string, b *flight.Bundle) (*Timeline, error) {
 		})
 	}
 	return tl, nil
+}
+
+// addCost prices one model response and adds it to its run's cost.
+func (tl *Timeline) addCost(prices *pricing.Table, e *flight.Event) {
+	i := slices.IndexFunc(tl.Costs, func(c RunCost) bool { return c.RunID == e.RunID })
+	if i < 0 {
+		tl.Costs = append(tl.Costs, RunCost{RunID: e.RunID})
+		i = len(tl.Costs) - 1
+	}
+	rc := &tl.Costs[i]
+	usd, ok := prices.USD(e.Model, harness.Usage{
+		InputTokens: e.InputTokens, OutputTokens: e.OutputTokens, CacheReadInputTokens: e.CacheReadTokens,
+		CacheCreationInputTokens: e.CacheCreationTokens, ReasoningTokens: e.ReasoningTokens,
+	})
+	if !ok {
+		rc.Unpriced++
+		if !slices.Contains(rc.UnpricedModels, e.Model) {
+			rc.UnpricedModels = append(rc.UnpricedModels, e.Model)
+		}
+		return
+	}
+	rc.Priced++
+	rc.USD += usd
 }
 
 func quote(s string, truncated bool) string {
@@ -262,6 +319,7 @@ func (tl *Timeline) WriteText(w io.Writer) error {
 	t := tl.Totals
 	p("model:     %d %s; tokens in %d (cache read %d, cache write %d), out %d (reasoning %d)\n",
 		t.ModelRequests, plural(t.ModelRequests, "request", "requests"), t.InputTokens, t.CacheReadTokens, t.CacheCreationTokens, t.OutputTokens, t.ReasoningTokens)
+	tl.writeCosts(p)
 	p("tools:     %d %s, %d failed\n", t.ToolCalls, plural(t.ToolCalls, "call", "calls"), t.ToolFailures)
 	p("failures:  %d (%d %s)\n", t.Failures, t.FailureEvents, plural(t.FailureEvents, "event", "events"))
 	p("spans:     %d   artifacts: %d", t.Spans, len(t.Artifacts))
@@ -317,6 +375,25 @@ func (tl *Timeline) WriteText(w io.Writer) error {
 		p("\nno failure recorded\n")
 	}
 	return ew.err
+}
+
+// writeCosts prints a cost line per run.
+func (tl *Timeline) writeCosts(p func(string, ...any)) {
+	if tl.CostNote != "" && tl.Totals.ModelRequests > 0 {
+		p("cost:      unknown: %s\n", tl.CostNote)
+	}
+	for _, c := range tl.Costs {
+		p("cost:      run %s: ", c.RunID)
+		if c.Priced > 0 {
+			p("$%.6f (%d %s priced, prices as of %s)", c.USD, c.Priced, plural(c.Priced, "response", "responses"), tl.PricesAsOf)
+		} else {
+			p("unknown")
+		}
+		if c.Unpriced > 0 {
+			p("; %d without a price (%s)", c.Unpriced, strings.Join(c.UnpricedModels, ", "))
+		}
+		p("\n")
+	}
 }
 
 func plural(n int, one, many string) string {
