@@ -5,7 +5,10 @@
 // the traces): it calls a weather tool and a researcher subagent traced by
 // its own extension, then answers. The scripted usage reports cache-read,
 // cache-creation and reasoning tokens, so every usage field shows in the
-// chat spans.
+// chat spans. The scripted replies stand in for claude-sonnet-5-5 and
+// claude-haiku-5-5, so the spans carry harnessx.cost.usd from the built-in
+// price table, and the example prints the planner's cost (RunResult.Cost;
+// HARNESSX_PRICES extends the table or, set to off, turns costs off).
 //
 // Start Jaeger (docker compose -f docker-compose.otel.yml up, or the
 // binary: see the README), then:

@@ -16,6 +16,7 @@ import (
 	"github.com/harnessx/harnessx/extensions/tracing"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/pricing"
 )
 
 func main() {
@@ -117,7 +118,9 @@ type cityInput struct {
 func runAgent(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 	researcher, err := harness.New(
 		harness.WithName("researcher"),
-		harness.WithModel("scripted-small"),
+		// The scripted replies stand in for real models, so that their
+		// usage is priced with the built-in table.
+		harness.WithModel("claude-haiku-5-5"),
 		harness.WithSystemPrompt("You research weather trends."),
 		harness.WithProvider(harnesstest.NewScriptedProvider(harnesstest.Response{
 			Reasoning: "Look at the last week of observations.",
@@ -136,9 +139,18 @@ func runAgent(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 	if err != nil {
 		return err
 	}
-	planner, err := harness.New(
+	// HARNESSX_PRICES may extend the built-in table, or turn costs off.
+	prices, err := pricing.FromEnv()
+	if err != nil {
+		return err
+	}
+	var costOpt []harness.Option
+	if prices != nil {
+		costOpt = append(costOpt, harness.WithPricing(prices.USD))
+	}
+	planner, err := harness.New(append(costOpt,
 		harness.WithName("planner"),
-		harness.WithModel("scripted-large"),
+		harness.WithModel("claude-sonnet-5-5"),
 		harness.WithSystemPrompt("You plan days out. Use the tools."),
 		harness.WithMaxTokens(1024),
 		harness.WithTemperature(0.2),
@@ -160,7 +172,7 @@ func runAgent(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 		)),
 		harness.WithTools(weather, harness.AgentTool(researcher, "research", "Ask the researcher subagent.")),
 		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
-	)
+	)...)
 	if err != nil {
 		return err
 	}
@@ -175,5 +187,11 @@ func runAgent(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 	fmt.Fprintf(w, "user: %s\nplanner: %s\n", q, res.Text)
 	fmt.Fprintf(w, "status %s, %d model requests; tokens: input %d (cache read %d, cache write %d), output %d (reasoning %d)\n",
 		res.Status, res.Steps, u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, u.ReasoningTokens)
+	if prices != nil {
+		fmt.Fprintf(w, "cost $%.6f for the planner's requests at the prices of %s (the researcher's are on its own span; harnessx.cost.usd on the spans)\n",
+			res.Cost, prices.AsOf())
+	} else {
+		fmt.Fprintf(w, "cost not computed (%s=off)\n", pricing.EnvPrices)
+	}
 	return nil
 }

@@ -24,6 +24,7 @@ func setEnv(t *testing.T, endpoint string) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 	t.Setenv("OTEL_SERVICE_NAME", "")
+	t.Setenv("HARNESSX_PRICES", "")
 }
 
 func TestRun(t *testing.T) {
@@ -51,6 +52,9 @@ func TestRun(t *testing.T) {
 			regexp.MustCompile(`(?m)^7 spans exported\.$`),
 			regexp.MustCompile(`Open http://127\.0\.0\.1:16686/trace/[0-9a-f]{32}\n`),
 			regexp.MustCompile(`cache read 2048, cache write 1664\), output 149 \(reasoning 67\)`),
+			// claude-sonnet-5-5 at 2/10/0.10/2.50 USD per million tokens:
+			// (108+180)x2 + (256+1792)x0.10 + (1536+128)x2.50 + (45+37+40+27)x10.
+			regexp.MustCompile(`cost \$0\.006431 for the planner's requests at the prices of \d{4}-\d{2}-\d{2}`),
 		}},
 		{"nothing listening", closed, []*regexp.Regexp{
 			regexp.MustCompile(`0 spans exported, 7 lost: nothing accepted them at ` + regexp.QuoteMeta(closed) + `/v1/traces`),
