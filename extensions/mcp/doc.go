@@ -1,0 +1,121 @@
+// Package mcp is the harnessx MCP client adapter: it offers the tools of
+// Model Context Protocol servers to an agent as deferred harness tools. It
+// is built on the official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+//	agent, err := harness.New(
+//		harness.WithProvider(p),
+//		harness.WithExtensions(mcp.New(
+//			mcp.WithServer("files", mcp.Command("mcp-files", "--root", "/srv")),
+//			mcp.WithServer("web", mcp.StreamableHTTP("https://example.com/mcp")),
+//		)),
+//	)
+//
+// # Servers and transports
+//
+// One extension manages several named servers. [Command] runs a server as
+// a subprocess over stdio ([CommandFunc] sets its environment or directory);
+// [StreamableHTTP] reaches one over the streamable HTTP transport;
+// [SDKTransport] takes any transport of the SDK (its in-memory transport
+// runs a server in-process). Nothing connects at install: a server's process
+// starts, or its HTTP session opens, the first time the server is used, and
+// is closed by Agent.Close. A connection that is lost (a crashed process) is
+// opened again by the next call.
+//
+// # Deferred tools behind mcp_enable
+//
+// The model is offered one tool of the extension, mcp_enable, whose
+// description lists the servers. Calling it with {"server": name} connects
+// the server, loads its tool list and activates those tools for the session
+// (harness.ActivateTools): they are offered from the next model request on,
+// and the activation is saved with the session. Until then the server's
+// tools are in the catalog, deferred, and not in the model's requests, so
+// an agent with many servers does not pay for their tool definitions until
+// it needs them.
+//
+// A server's tool t is named "server__t" (characters other than letters,
+// digits, '_' and '-' become '_'; at most 64 bytes). Its description and
+// input schema are the server's, unchanged. A tool whose input schema is
+// not a valid JSON schema of type "object" is skipped: the log, the
+// mcp_enable result and /mcp name it and say why, and the other tools work.
+//
+// The server's tool annotations set the harness tool's policy:
+//
+//   - readOnlyHint or idempotentHint: harness.ReplaySafe (a durable runtime
+//     may run the call again after a crash); a read-only tool is also
+//     Concurrent;
+//   - destructiveHint true (and not read-only): harness.PermissionAsk, so
+//     the run pauses for an approval;
+//   - otherwise ReplayUnsafe and PermissionInherit: the agent's permission
+//     manager decides. The MCP specification reads a missing destructiveHint
+//     as true; the adapter asks only when the server says so, and a stricter
+//     permission manager can ask for every "server__" tool.
+//
+// Annotations are hints from the server: trust them as much as the server.
+//
+// The tools are added by one tool transform (harness.ToolTransform) that
+// reads the adapter's current lists; when a server sends
+// notifications/tools/list_changed the adapter reloads its list and calls
+// RefreshTools, so new tools appear (activated when the server is enabled)
+// and removed ones disappear. [WithToolsChanged] reports each loaded list.
+//
+// # Calls and results
+//
+// A call runs tools/call with the model's arguments. The text of the
+// result's content is what the model reads (other content is described in
+// brackets; with no content, the structured content's JSON). A result with
+// isError becomes an error result with the server's text. A call that the
+// server does not answer within [WithCallTimeout] (default 60 s) is
+// cancelled and the model gets an error result saying so; a connection lost
+// during the call gives an error result saying that the server closed it;
+// either way the run goes on. Large results are for the spill extension,
+// which applies to every tool result.
+//
+// # The /mcp command
+//
+// "/mcp" lists the servers: transport, whether connected (server name and
+// version, protocol version), whether enabled, and their tools with what the
+// annotations made of them, and the skipped tools. "/mcp server" connects
+// that server first (it does not enable it). The command never reaches the
+// model.
+//
+// # Tracing
+//
+// The adapter uses the OpenTelemetry API only and makes no span of its own:
+// a call adds the MCP semantic-convention attributes
+// (go.opentelemetry.io/otel/semconv/v1.41.0) to the span of its context,
+// which is the execute_tool span when the tracing extension is installed:
+// mcp.method.name=tools/call, mcp.session.id (when the transport has one:
+// streamable HTTP), mcp.protocol.version, jsonrpc.request.id,
+// network.transport (pipe for stdio, tcp for HTTP) and, when the call
+// fails, error.type: tool_error for an isError result, timeout,
+// connection_closed, connect_error, the JSON-RPC error code, or _OTHER.
+// The trace context of the call is sent to the server in params._meta as
+// W3C traceparent (and tracestate), so that a traced server continues the
+// trace.
+//
+// # Servers that ask for input
+//
+// A server may ask for user input during a call (elicitation; with protocol
+// 2026-07-28, a multi-round-trip input request that the SDK fulfils). The
+// adapter asks with harness.AskUser: with a durable runtime (a step runner
+// that implements harness.Asker) the question is parked and its answer
+// stored, so a call rerun after a crash gets the same answer. A request
+// without fields, or with one boolean field, is a confirm question; one
+// field with an enum a select; one string or number field an input; several
+// fields an input answered with a JSON object. When the question cannot be
+// asked — no durable runtime, a tool that is not replay safe (AskUser's
+// rule), an answer that does not fit — the adapter declines the
+// elicitation, logs why and puts the reason in the result's _meta under
+// [MetaDeclineReason], so the server can tell the model. Elicitation
+// requests that a server sends outside a multi-round-trip call (older
+// protocol versions) are not tied to a tool call and are declined the same
+// way.
+//
+// # Sessions
+//
+// The extension saves the names of the enabled servers with the session; an
+// agent restored by LoadSession reconnects them at its next turn, so that
+// the restored activations find their tools again.
+//
+// The package imports no other extension.
+package mcp

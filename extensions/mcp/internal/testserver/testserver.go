@@ -1,0 +1,164 @@
+// Package testserver is the MCP server the mcp extension's tests run,
+// in-process over the SDK's in-memory transport and, built from
+// ./mcptestserver, as a stdio subprocess. Its tools cover what the adapter
+// must handle: annotations, error results, a huge result, a malformed
+// schema, a call that never ends, a request for user input, and (in the
+// subprocess only) a crash.
+package testserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options select the tools that are not always there.
+type Options struct {
+	// Crash adds the tool "crash", which exits the process in the middle
+	// of the call. Only for a server run as a subprocess.
+	Crash bool
+}
+
+// Echo is the result of the echo tool.
+type Echo struct {
+	Text string `json:"text"`
+	// Traceparent and Tracestate are what the call's params._meta carried.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
+}
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to send back"`
+}
+
+type bigIn struct {
+	Bytes int `json:"bytes" jsonschema:"how many bytes to return"`
+}
+
+type pathIn struct {
+	Path string `json:"path"`
+}
+
+type deployIn struct {
+	Env string `json:"env"`
+}
+
+type none struct{}
+
+// BrokenSchema is the input schema of the tool "broken": an object schema
+// whose property has a type that is not a string, which no JSON schema
+// library accepts.
+const BrokenSchema = `{"type":"object","properties":{"q":{"type":42}}}`
+
+func yes() *bool { return new(true) }
+
+// New returns the server.
+func New(opts Options) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "0.1"}, &mcp.ServerOptions{
+		Instructions: "A server for tests.",
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Send the text back, with the trace context received.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			e := Echo{Text: in.Text}
+			if m := req.Params.Meta; m != nil {
+				e.Traceparent, _ = m["traceparent"].(string)
+				e.Tracestate, _ = m["tracestate"].(string)
+			}
+			b, _ := json.Marshal(e)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Return that many bytes of numbered lines.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: Lines(in.Bytes)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			r := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the disk is on fire"}}}
+			return r, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "remove", Description: "Remove a file.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: yes()}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+			return text("removed " + in.Path), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Set a file's time to now.",
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false)}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in pathIn) (*mcp.CallToolResult, any, error) {
+			return text("touched " + in.Path), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "note", Description: "Append a note (no annotations)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return text("noted " + in.Text), nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "broken", Description: "A tool whose input schema is malformed.",
+		InputSchema: json.RawMessage(BrokenSchema)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("broken ran"), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Never answers (until cancelled).",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "deploy", Description: "Deploy after asking the user to confirm.",
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false)}},
+		func(_ context.Context, req *mcp.CallToolRequest, in deployIn) (*mcp.CallToolResult, any, error) {
+			resp, ok := req.Params.InputResponses["confirm"]
+			if !ok {
+				return &mcp.CallToolResult{
+					InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
+						Message: "Deploy to " + in.Env + "?",
+						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+							"approve": map[string]any{"type": "boolean", "description": "yes to deploy"},
+						}},
+					}},
+					RequestState: "deploy:" + in.Env,
+				}, nil, nil
+			}
+			er, _ := resp.(*mcp.ElicitResult)
+			switch {
+			case er == nil:
+				return text("no answer"), nil, nil
+			case er.Action != "accept":
+				reason, _ := er.Meta["io.harnessx/decline_reason"].(string)
+				return text(fmt.Sprintf("not deployed: %s (%s)", er.Action, reason)), nil, nil
+			case er.Content["approve"] != true:
+				return text("not deployed: the user said no"), nil, nil
+			}
+			return text("deployed to " + in.Env), nil, nil
+		})
+	if opts.Crash {
+		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server in the middle of the call."},
+			func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+				os.Exit(3)
+				return nil, nil, nil
+			})
+	}
+	return s
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// Lines returns n bytes of numbered lines ("line 0000001 ...\n"), the
+// result of the tool "big".
+func Lines(n int) string {
+	var b strings.Builder
+	b.Grow(n)
+	for i := 1; b.Len() < n; i++ {
+		line := fmt.Sprintf("line %07d of the big result, padded to make it longer than it needs to be\n", i)
+		if b.Len()+len(line) > n {
+			line = line[:n-b.Len()]
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
