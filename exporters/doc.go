@@ -20,6 +20,16 @@
 //	defer tp.Shutdown(context.WithoutCancel(ctx))
 //	agent, err := harness.New(..., harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
 //
+// # Metrics
+//
+// The same backends take metrics: [NewOTLPMeters] (OTLP/HTTP to
+// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT +
+// "/v1/metrics"), [NewFileMeters] (OTLP/JSON lines in
+// .harnessx/metrics.jsonl, or HARNESSX_METRICS_FILE), [NewStdoutMeters]
+// and [MetersFromEnv] (OTEL_METRICS_EXPORTER chooses, as
+// OTEL_TRACES_EXPORTER does for spans). Each returns a [*MeterProvider] to
+// give to tracing.WithMeterProvider; shut it down at exit.
+//
 // # One run, one trace
 //
 // The providers derive a run's trace ID from its run ID ([RunTraceIDs], the
