@@ -99,6 +99,7 @@ func newAgent(t *testing.T, p harness.Provider, ext *mcp.Extension, opts ...harn
 	t.Helper()
 	a, err := harness.New(append([]harness.Option{
 		harness.WithProvider(p),
+		harness.WithLogger(slog.New(slog.DiscardHandler)),
 		harness.WithStateDir(t.TempDir()),
 		harness.WithExtensions(ext),
 	}, opts...)...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -442,7 +443,7 @@ func (s *server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, too
 		return "timeout", fmt.Errorf("mcp: server %q did not answer tools/call %s within %v; the call was cancelled", s.name, tool, s.ext.cfg.callTimeout)
 	case errors.As(err, &werr):
 		return strconv.FormatInt(werr.Code, 10), fmt.Errorf("mcp: server %q refused tools/call %s: %s (JSON-RPC error %d)", s.name, tool, werr.Message, werr.Code)
-	case errors.Is(err, sdk.ErrConnectionClosed):
+	case errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		s.drop(cs)
 		return "connection_closed", fmt.Errorf("mcp: server %q closed the connection during tools/call %s (did it crash?); the next call reconnects: %w", s.name, tool, err)
 	}
