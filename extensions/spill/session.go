@@ -20,12 +20,28 @@ const StateVersion = 1
 // directory of its store ("" for a caller's store without one).
 type state struct {
 	Version int           `json:"version"`
-	Results []savedResult `json:"results"`
+	Results []SavedResult `json:"results"`
 }
 
-type savedResult struct {
+// SavedResult is a result as a saved session records it: its metadata and
+// the directory of its store ("" for a store that is not a directory, such
+// as an S3 store).
+type SavedResult struct {
 	Meta
 	Dir string `json:"dir,omitempty"`
+}
+
+// SavedResults returns the results recorded in a state that OnSaveSession
+// saved (the value under "spill" in a saved session's extensions),
+// validated as a load validates it. It is for programs that read sessions
+// outside an agent, such as flightrec fetching the stored results that an
+// incident bundle refers to.
+func SavedResults(state json.RawMessage) ([]SavedResult, error) {
+	st, err := decodeState(state)
+	if err != nil {
+		return nil, err
+	}
+	return st.Results, nil
 }
 
 // OnSaveSession records every stored result (id, tool, size, lines, type,
@@ -38,14 +54,14 @@ func (e *Extension) OnSaveSession(ctx context.Context, _ *harness.ExtensionConte
 	snapshot := harness.IsSnapshot(ctx)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	st := state{Version: StateVersion, Results: []savedResult{}}
+	st := state{Version: StateVersion, Results: []SavedResult{}}
 	for id, en := range e.results {
-		st.Results = append(st.Results, savedResult{Meta: en.meta, Dir: en.dir})
+		st.Results = append(st.Results, SavedResult{Meta: en.meta, Dir: en.dir})
 		if !snapshot {
 			e.saved[id] = true
 		}
 	}
-	slices.SortFunc(st.Results, func(a, b savedResult) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(st.Results, func(a, b SavedResult) int { return strings.Compare(a.ID, b.ID) })
 	return st, nil
 }
 

@@ -573,10 +573,15 @@ func (e *Extension) Artifacts(ctx context.Context) ([]harness.Artifact, error) {
 		if info.Path == "" {
 			continue
 		}
-		out = append(out, harness.Artifact{Name: "spill/" + it.m.ID + ext(it.m.Type), Path: info.Path, Size: it.m.Size, SHA256: it.m.SHA256})
+		out = append(out, harness.Artifact{Name: it.m.ArtifactName(), Path: info.Path, Size: it.m.Size, SHA256: it.m.SHA256})
 	}
 	return out, errors.Join(errs...)
 }
+
+// ArtifactName is the result's name among the extension's artifacts, as
+// Artifacts lists it: "spill/<id>.<type extension>" (.txt, .json,
+// .jsonl or .csv).
+func (m Meta) ArtifactName() string { return "spill/" + m.ID + ext(m.Type) }
 
 func ext(t Type) string {
 	switch t {
