@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/otlpspans"
 	"github.com/harnessx/harnessx/internal/recording"
 )
@@ -26,6 +27,15 @@ type ExportOptions struct {
 	// exist unchanged. Those that cannot be included are named with the
 	// reason in the manifest (see [Manifest.Missing]).
 	IncludeArtifacts bool
+	// Artifacts are more files to include with IncludeArtifacts, besides
+	// the recording's index: each under artifacts/<Name>, checked against
+	// its SHA-256 and redacted like the others. flightrec lists here the
+	// results of a remote artifact store (HARNESSX_ARTIFACTS) that the
+	// session refers to, fetched into temporary files.
+	Artifacts []harness.Artifact
+	// MissingArtifacts are listed in the manifest as missing, with their
+	// reasons (artifacts that the caller could not fetch).
+	MissingArtifacts []MissingArtifact
 	// Reason goes into the manifest; default "export".
 	Reason string
 	// Redactor redacts again what is written; default the built-in rules.
@@ -107,6 +117,12 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 		}
 		for _, a := range arts {
 			addIndexed(bw, dir, a)
+		}
+		for _, a := range opts.Artifacts {
+			bw.AddArtifact(a.Name, a.Path, a.SHA256)
+		}
+		for _, m := range opts.MissingArtifacts {
+			bw.AddMissingArtifact(m.Name, m.Reason)
 		}
 	}
 	return bw.Close(opts.Now)
