@@ -221,9 +221,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if loc == "" {
 		return Config{}, ErrNotConfigured
 	}
-	bucket, prefix, err := ParseURL(loc)
+	c, err := ConfigForURL(loc, getenv)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", EnvArtifacts, err)
+	}
+	return c, nil
+}
+
+// ConfigForURL is ConfigFromEnv for the location s3://bucket/prefix given
+// instead of HARNESSX_ARTIFACTS (flightrec export -o s3://… uses it).
+func ConfigForURL(location string, getenv func(string) string) (Config, error) {
+	bucket, prefix, err := ParseURL(location)
+	if err != nil {
+		return Config{}, err
 	}
 	c := Config{
 		Bucket:          bucket,

@@ -50,6 +50,9 @@ type Store struct {
 	core     *minio.Core
 	endpoint string // host, for errors
 	log      *slog.Logger
+	// transport is the store's own transport (none when Config.Transport
+	// was given): Close closes its idle connections.
+	transport *http.Transport
 
 	mu      sync.Mutex
 	index   map[string]indexEntry // id → content, as read or written (ids are written once)
@@ -101,6 +104,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	rt := cfg.Transport
+	var own *http.Transport
 	if rt == nil {
 		tr, err := minio.DefaultTransport(secure)
 		if err != nil {
@@ -110,7 +114,7 @@ func New(cfg Config) (*Store, error) {
 		// Large reads of object bodies: fewer, larger socket reads.
 		tr.ReadBufferSize = 256 << 10
 		tr.WriteBufferSize = 256 << 10
-		rt = tr
+		rt, own = tr, tr
 	}
 	var creds *credentials.Credentials
 	if cfg.AccessKeyID != "" {
@@ -133,7 +137,7 @@ func New(cfg Config) (*Store, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Store{cfg: cfg, core: core, endpoint: host, log: logger,
+	return &Store{cfg: cfg, core: core, endpoint: host, log: logger, transport: own,
 		index: map[string]indexEntry{}, written: map[string]bool{}}, nil
 }
 
@@ -526,8 +530,8 @@ func (s *Store) ReadObject(ctx context.Context, name string) (io.ReadCloser, err
 
 // Close applies the retention of the configuration: with DeleteOnClose
 // it deletes the results this Store wrote, with ExpireOnClose it runs
-// Expire. Later calls of the other methods fail with ErrClosed. It is
-// idempotent; errors are joined.
+// Expire; then it closes its idle connections. Later calls of the other
+// methods fail with ErrClosed. It is idempotent; errors are joined.
 func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -555,6 +559,9 @@ func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+	}
 	if err := errors.Join(errs...); err != nil {
 		s.log.Warn("s3store: retention at close failed", "store", s.cfg, "err", err)
 		return err

@@ -87,6 +87,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw, err := io.ReadAll(obj)
+		obj.Close()
 		if err != nil || !bytes.Equal(raw, data) {
 			t.Fatalf("object %s does not hold the content: %v", key, err)
 		}

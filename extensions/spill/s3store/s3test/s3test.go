@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,9 +52,10 @@ type Gateway struct {
 	// Stderr collects what the gateway printed.
 	Stderr *strings.Builder
 
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	client *minio.Client
+	cmd       *exec.Cmd
+	mu        sync.Mutex
+	client    *minio.Client
+	transport *http.Transport
 }
 
 // Start starts a gateway for t and stops it at t's cleanup.
@@ -121,6 +123,11 @@ func (g *Gateway) start(bin, addr, meta string) error {
 }
 
 func (g *Gateway) stop() {
+	g.mu.Lock()
+	if g.transport != nil {
+		g.transport.CloseIdleConnections()
+	}
+	g.mu.Unlock()
 	if g.cmd == nil || g.cmd.Process == nil {
 		return
 	}
@@ -141,8 +148,10 @@ func (g *Gateway) Client(t testing.TB) *minio.Client {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.client == nil {
+		g.transport = http.DefaultTransport.(*http.Transport).Clone()
 		c, err := minio.New(strings.TrimPrefix(g.Endpoint, "http://"), &minio.Options{
-			Creds: credentials.NewStaticV4(g.AccessKey, g.SecretKey, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+			Creds: credentials.NewStaticV4(g.AccessKey, g.SecretKey, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath,
+			Transport: g.transport})
 		if err != nil {
 			t.Fatal(err)
 		}
