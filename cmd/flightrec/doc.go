@@ -10,7 +10,7 @@
 // Usage:
 //
 //	flightrec list    [--dir DIR] [--json]
-//	flightrec export  [--dir DIR] [--run ID | --last] [--recording NAME] [--include-artifacts] -o FILE
+//	flightrec export  [--dir DIR] [--run ID | --last] [--recording NAME] [--include-artifacts] -o FILE|s3://BUCKET/PREFIX/NAME
 //	flightrec show    [--json] FILE
 //	flightrec verify  FILE
 //	flightrec push    [--endpoint URL | --langsmith] [--timeout D] [--service NAME] FILE
@@ -53,8 +53,20 @@
 // still exist unchanged where they were; each one that cannot be
 // included is named on standard error with the reason. A bundle whose
 // events were traced but that holds no span says why, on standard error
-// too. Everything is
-// redacted again on the way. An export that takes more than a second
+// too. Results that the spill extension stored in an S3 artifact store
+// (github.com/harnessx/harnessx/extensions/spill/s3store) have no local
+// file: with --include-artifacts and HARNESSX_ARTIFACTS set (with the
+// AWS_* variables the store reads), export fetches the results that the
+// recording's session snapshot lists from that store, checks their size
+// and SHA-256, and includes them; one that cannot be fetched is named
+// with the reason. Everything is
+// redacted again on the way.
+//
+// With -o s3://bucket/prefix/name.tar.gz the bundle is written to that
+// object, once (an existing object is not replaced), with the
+// credentials, region and endpoint of AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY, AWS_REGION and AWS_ENDPOINT_URL_S3; they never
+// go into the bundle. An export that takes more than a second
 // shows its progress on standard error: bytes and events read of the
 // journal's total, and the rate since the start (rewritten in place on a
 // terminal, a line every two seconds elsewhere). A missing output

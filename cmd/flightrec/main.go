@@ -83,7 +83,7 @@ const usage = `usage: flightrec <command> [flags] [args]
 commands:
   list    [--dir DIR] [--json]                  list recordings, runs and incidents
   export  [--dir DIR] [--run ID | --last] [--recording NAME]
-          [--include-artifacts] -o FILE         build an incident bundle from a journal
+          [--include-artifacts] -o FILE|s3://…  build an incident bundle from a journal
   show    [--json] FILE                         print a bundle's timeline
   verify  FILE                                  check every member's checksum
   push    [--endpoint URL | --langsmith] [--timeout D] FILE
@@ -282,7 +282,7 @@ func (a *app) cmdExport(args []string) error {
 	last := fs.Bool("last", false, "export only the run that started last")
 	recName := fs.String("recording", "", "recording (session directory) to export; default the most recent")
 	arts := fs.Bool("include-artifacts", false, "include the recorded artifacts (spilled results and the like)")
-	out := fs.String("o", "", "output file (.tar.gz); - for standard output")
+	out := fs.String("o", "", "output file (.tar.gz); - for standard output; s3://bucket/prefix/name.tar.gz for S3 (AWS_* variables)")
 	if _, err := parse(fs, stdout, stderr, args, 0, ""); err != nil {
 		return err
 	}
@@ -325,6 +325,18 @@ func (a *app) cmdExport(args []string) error {
 		rec = recs[len(recs)-1]
 	}
 	opts := flight.ExportOptions{RunID: *runID, IncludeArtifacts: *arts}
+	if *arts {
+		// Results spilled to the shared artifact store are fetched from it.
+		tmp, err := os.MkdirTemp("", "flightrec-artifacts-")
+		if err != nil {
+			return failf("export: %v", err)
+		}
+		defer os.RemoveAll(tmp)
+		opts.Artifacts, opts.MissingArtifacts, err = a.remoteArtifacts(a.ctx, rec.Dir, tmp)
+		if err != nil {
+			return failf("export: artifacts: %v", err)
+		}
+	}
 	// Progress shows on standard error once the export has run for a
 	// second: bytes as each journal segment is read, and its events,
 	// counted when the recording was scanned.
@@ -339,7 +351,12 @@ func (a *app) cmdExport(args []string) error {
 		}
 	}
 	rep.Start()
-	m, err := writeExport(a.ctx, stdout, *out, rec.Dir, opts)
+	var m *flight.Manifest
+	if isS3(*out) {
+		m, err = a.writeS3Export(a.ctx, *out, rec.Dir, opts)
+	} else {
+		m, err = writeExport(a.ctx, stdout, *out, rec.Dir, opts)
+	}
 	rep.Stop()
 	if err != nil {
 		return failf("export: %v", err)
