@@ -9,12 +9,13 @@ import (
 	"strings"
 
 	"github.com/harnessx/harnessx/extensions/spill"
+	"github.com/harnessx/harnessx/extensions/spill/s3store"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	if err := run(context.Background(), os.Stdout, os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "spill:", err)
 		os.Exit(1)
 	}
@@ -40,7 +41,10 @@ func exportCSV(n int) string {
 
 var resultID = regexp.MustCompile(`res_[0-9a-f]{24}`)
 
-func run(ctx context.Context, w io.Writer) error {
+// run runs the demo. With HARNESSX_ARTIFACTS set (read with getenv), the
+// results go to that S3-compatible store instead of a temporary
+// directory.
+func run(ctx context.Context, w io.Writer, getenv func(string) string) error {
 	export, err := harness.NewTool("export_orders", "Export every order as CSV.",
 		func(context.Context, struct{}) (string, error) { return exportCSV(80_000), nil })
 	if err != nil {
@@ -71,7 +75,20 @@ func run(ctx context.Context, w io.Writer) error {
 		}
 		return nil
 	}
-	ext := spill.New(spill.WithThreshold(32_000))
+	opts := []spill.Option{spill.WithThreshold(32_000)}
+	if getenv(s3store.EnvArtifacts) != "" {
+		store, err := openStore(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		// Close applies the retention (HARNESSX_ARTIFACTS_ON_CLOSE and the
+		// expiry limits) once the agent is done; the spill extension never
+		// deletes from a store it was given.
+		defer store.Close(ctx)
+		fmt.Fprintf(w, "artifact store: %s\n\n", store)
+		opts = append(opts, spill.WithStore(store))
+	}
+	ext := spill.New(opts...)
 	agent, err := harness.New(
 		harness.WithName("spill-demo"),
 		harness.WithProvider(model),
@@ -107,6 +124,23 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "\nstored: %s from %s, %d bytes (%s), sha256 %s…\n", m.ID, m.Tool, m.Size, m.Type, m.SHA256[:16])
 	}
 	return nil
+}
+
+// openStore opens the S3 artifact store that the environment names and
+// checks that its bucket and credentials work.
+func openStore(ctx context.Context, getenv func(string) string) (*s3store.Store, error) {
+	cfg, err := s3store.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	store, err := s3store.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Check(ctx); err != nil {
+		return nil, fmt.Errorf("artifact store: %w", err)
+	}
+	return store, nil
 }
 
 func indent(s string) string {
