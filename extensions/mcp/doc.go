@@ -106,10 +106,11 @@
 // asked — no durable runtime, a tool that is not replay safe (AskUser's
 // rule), an answer that does not fit — the adapter declines the
 // elicitation, logs why and puts the reason in the result's _meta under
-// [MetaDeclineReason], so the server can tell the model. Elicitation
-// requests that a server sends outside a multi-round-trip call (older
-// protocol versions) are not tied to a tool call and are declined the same
-// way.
+// [MetaDeclineReason], so the server can tell the model. A server on an
+// older protocol version sends an elicitation/create request of its own
+// instead, which carries nothing that ties it to a call: the adapter asks
+// it as the question of the server's running call when exactly one is
+// running, and declines it otherwise.
 //
 // # Sessions
 //

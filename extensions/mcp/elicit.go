@@ -31,6 +31,19 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	if err != nil {
 		return s.decline(fmt.Sprintf("mcp: server %q asked for input the agent cannot ask for: %v", s.name, err)), nil
 	}
+	if harness.ExecutionKey(ctx) == "" {
+		// A server-initiated elicitation/create (protocol versions before
+		// 2026-07-28) arrives on its own request, not on the call's
+		// context: it belongs to the server's running call when there is
+		// exactly one.
+		call, n := s.runningCall()
+		if n != 1 {
+			return s.decline(fmt.Sprintf("mcp: server %q asked for input (%q) while %d of its tool calls were running; the agent cannot tell which call asks", s.name, p.Message, n)), nil
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = withCancelOf(call, ctx)
+		defer cancel()
+	}
 	ans, err := harness.AskUser(ctx, q.ask)
 	if err != nil {
 		return s.decline(fmt.Sprintf("mcp: server %q asked for input (%q) and the agent cannot ask the user: %v", s.name, p.Message, err)), nil
@@ -43,6 +56,14 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 		return &sdk.ElicitResult{Action: "decline"}, nil
 	}
 	return &sdk.ElicitResult{Action: "accept", Content: content}, nil
+}
+
+// withCancelOf returns a context with the values of call that is done when
+// call or req is.
+func withCancelOf(call, req context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(call)
+	stop := context.AfterFunc(req, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 func (s *server) decline(reason string) *sdk.ElicitResult {

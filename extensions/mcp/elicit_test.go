@@ -12,10 +12,12 @@ import (
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
 
-func deployScript() *harnesstest.ScriptedProvider {
+func deployScript() *harnesstest.ScriptedProvider { return deployScriptOf("files__deploy") }
+
+func deployScriptOf(tool string) *harnesstest.ScriptedProvider {
 	return harnesstest.NewScriptedProvider(
 		enable("c1", "files"),
-		harnesstest.CallTool("c2", "files__deploy", map[string]string{"env": "prod"}),
+		harnesstest.CallTool("c2", tool, map[string]string{"env": "prod"}),
 		harnesstest.Reply("done"),
 	)
 }
@@ -103,5 +105,49 @@ func TestSessionRestoresEnabledServers(t *testing.T) {
 	}
 	if tools := toolNames(p2.Requests()[0].Tools); !has(tools, "files__echo") {
 		t.Errorf("the restored session's first request lacks the server's tools: %v", tools)
+	}
+}
+
+// A server on an older protocol asks with an elicitation/create request of
+// its own, outside the call's context: it is asked as the question of the
+// server's running call.
+func TestElicitationLegacyRequest(t *testing.T) {
+	runner := harnesstest.NewStepRunner()
+	const id = "r1/tool/2/c2/ask/1"
+	runner.SetAnswer(id, harness.Answer{ID: id, Kind: harness.AskConfirm, Confirmed: true})
+	a := newAgent(t, deployScriptOf("files__deploy_legacy"),
+		mcp.New(mcp.WithServer("files", memServer(t, testserver.New(testserver.Options{Protocol: "2025-11-25"})))),
+		harness.WithStepRunner(runner))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := a.Run(harness.ContextWithRunID(ctx, "r1"), "deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := results(r)["c2"]; got == nil || got.IsError || got.Content != "deployed to prod" {
+		t.Errorf("result %+v", got)
+	}
+	if asks := runner.Asks(); len(asks) != 1 || asks[0].ID != id {
+		t.Errorf("asks %+v", asks)
+	}
+	out := run(t, a, "/mcp")
+	mustContain(t, "/mcp", out.Text, "protocol 2025-11-25")
+}
+
+// A tool that is not replay safe cannot ask (a rerun after a crash would
+// ask again): the server gets a decline saying so.
+func TestElicitationFromUnsafeToolDeclined(t *testing.T) {
+	runner := harnesstest.NewStepRunner()
+	a := newAgent(t, deployScriptOf("files__deploy_unannotated"),
+		mcp.New(mcp.WithServer("files", memServer(t, testserver.New(testserver.Options{})))),
+		harness.WithStepRunner(runner))
+	r := run(t, a, "deploy")
+	got := results(r)["c2"]
+	if got == nil || got.IsError {
+		t.Fatalf("result %+v", got)
+	}
+	mustContain(t, "result", got.Content, "not deployed: decline", harness.ErrAskNotReplaySafe.Error())
+	if asks := runner.Asks(); len(asks) != 0 {
+		t.Errorf("the runner was asked: %+v", asks)
 	}
 }

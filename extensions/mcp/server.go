@@ -44,6 +44,7 @@ type server struct {
 	tools        []*harness.Tool
 	entries      []toolEntry
 	skipped      []skippedTool
+	inflight     map[*callInfo]context.Context // running calls, for elicitations outside them
 }
 
 // toolEntry describes one tool of a server for listings.
@@ -170,11 +171,10 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	if err != nil {
 		return nil, s.connectError(ctx, cctx, err)
 	}
-	list, err := listTools(cctx, cs)
-	if err != nil {
-		_ = cs.Close()
-		return nil, s.connectError(ctx, cctx, fmt.Errorf("tools/list: %w", err))
-	}
+	// A tools/list_changed notification may come as soon as the session is
+	// up: its refresh waits until this first list is stored.
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
 	init := cs.InitializeResult()
 	s.mu.Lock()
 	s.cs = cs
@@ -186,7 +186,7 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		}
 	}
 	s.mu.Unlock()
-	s.ext.goBackground(func() {
+	watching := s.ext.goBackground(func() {
 		_ = cs.Wait() // the server closed the connection, crashed, or we closed it
 		s.mu.Lock()
 		if s.cs == cs {
@@ -194,6 +194,15 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		}
 		s.mu.Unlock()
 	})
+	if !watching { // Teardown ran meanwhile
+		s.drop(cs)
+		return nil, fmt.Errorf("mcp: server %q: the agent is closed", s.name)
+	}
+	list, err := listTools(cctx, cs)
+	if err != nil {
+		s.drop(cs)
+		return nil, s.connectError(ctx, cctx, fmt.Errorf("tools/list: %w", err))
+	}
 	s.setTools(list)
 	return cs, nil
 }
@@ -408,6 +417,8 @@ func (s *server) call(ctx context.Context, mcpName string, input json.RawMessage
 		}
 	}
 	info := &callInfo{}
+	s.track(info, ctx)
+	defer s.untrack(info)
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callInfoKey{}, info), s.ext.cfg.callTimeout)
 	defer cancel()
 	res, err := cs.CallTool(cctx, params)
@@ -448,6 +459,32 @@ func (s *server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, too
 		return "connection_closed", fmt.Errorf("mcp: server %q closed the connection during tools/call %s (did it crash?); the next call reconnects: %w", s.name, tool, err)
 	}
 	return "_OTHER", fmt.Errorf("mcp: server %q: tools/call %s: %w", s.name, tool, err)
+}
+
+func (s *server) track(info *callInfo, ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight == nil {
+		s.inflight = map[*callInfo]context.Context{}
+	}
+	s.inflight[info] = ctx
+}
+
+func (s *server) untrack(info *callInfo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, info)
+}
+
+// runningCall returns the context of the server's only running call, and
+// how many calls are running.
+func (s *server) runningCall() (context.Context, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ctx := range s.inflight {
+		return ctx, len(s.inflight)
+	}
+	return nil, 0
 }
 
 // drop forgets cs, and closes it, if it is still the server's connection.

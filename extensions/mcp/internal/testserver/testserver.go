@@ -21,6 +21,10 @@ type Options struct {
 	// Crash adds the tool "crash", which exits the process in the middle
 	// of the call. Only for a server run as a subprocess.
 	Crash bool
+	// Protocol, when set, is the only protocol version the server speaks
+	// (an older one makes it ask for input with elicitation/create
+	// requests instead of multi-round-trip results).
+	Protocol string
 }
 
 // Echo is the result of the echo tool.
@@ -58,9 +62,11 @@ func yes() *bool { return new(true) }
 
 // New returns the server.
 func New(opts Options) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "0.1"}, &mcp.ServerOptions{
-		Instructions: "A server for tests.",
-	})
+	so := &mcp.ServerOptions{Instructions: "A server for tests."}
+	if opts.Protocol != "" {
+		so.SupportedProtocolVersions = []string{opts.Protocol}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "0.1"}, so)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Send the text back, with the trace context received.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
@@ -107,32 +113,16 @@ func New(opts Options) *mcp.Server {
 			<-ctx.Done()
 			return nil, nil, ctx.Err()
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "deploy", Description: "Deploy after asking the user to confirm.",
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false)}},
-		func(_ context.Context, req *mcp.CallToolRequest, in deployIn) (*mcp.CallToolResult, any, error) {
-			resp, ok := req.Params.InputResponses["confirm"]
-			if !ok {
-				return &mcp.CallToolResult{
-					InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
-						Message: "Deploy to " + in.Env + "?",
-						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-							"approve": map[string]any{"type": "boolean", "description": "yes to deploy"},
-						}},
-					}},
-					RequestState: "deploy:" + in.Env,
-				}, nil, nil
+	safe := &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false)}
+	mcp.AddTool(s, &mcp.Tool{Name: "deploy", Description: "Deploy after asking the user to confirm.", Annotations: safe}, deploy)
+	mcp.AddTool(s, &mcp.Tool{Name: "deploy_unannotated", Description: "Deploy after asking; not replay safe."}, deploy)
+	mcp.AddTool(s, &mcp.Tool{Name: "deploy_legacy", Description: "Deploy after asking with elicitation/create.", Annotations: safe},
+		func(ctx context.Context, req *mcp.CallToolRequest, in deployIn) (*mcp.CallToolResult, any, error) {
+			er, err := req.Session.Elicit(ctx, deployQuestion(in.Env))
+			if err != nil {
+				return nil, nil, err
 			}
-			er, _ := resp.(*mcp.ElicitResult)
-			switch {
-			case er == nil:
-				return text("no answer"), nil, nil
-			case er.Action != "accept":
-				reason, _ := er.Meta["io.harnessx/decline_reason"].(string)
-				return text(fmt.Sprintf("not deployed: %s (%s)", er.Action, reason)), nil, nil
-			case er.Content["approve"] != true:
-				return text("not deployed: the user said no"), nil, nil
-			}
-			return text("deployed to " + in.Env), nil, nil
+			return deployed(in.Env, er), nil, nil
 		})
 	if opts.Crash {
 		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server in the middle of the call."},
@@ -142,6 +132,41 @@ func New(opts Options) *mcp.Server {
 			})
 	}
 	return s
+}
+
+func deployQuestion(env string) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Message: "Deploy to " + env + "?",
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"approve": map[string]any{"type": "boolean", "description": "yes to deploy"},
+		}},
+	}
+}
+
+// deploy asks with a multi-round-trip input request.
+func deploy(_ context.Context, req *mcp.CallToolRequest, in deployIn) (*mcp.CallToolResult, any, error) {
+	resp, ok := req.Params.InputResponses["confirm"]
+	if !ok {
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"confirm": deployQuestion(in.Env)},
+			RequestState:  "deploy:" + in.Env,
+		}, nil, nil
+	}
+	er, _ := resp.(*mcp.ElicitResult)
+	return deployed(in.Env, er), nil, nil
+}
+
+func deployed(env string, er *mcp.ElicitResult) *mcp.CallToolResult {
+	switch {
+	case er == nil:
+		return text("no answer")
+	case er.Action != "accept":
+		reason, _ := er.Meta["io.harnessx/decline_reason"].(string)
+		return text(fmt.Sprintf("not deployed: %s (%s)", er.Action, reason))
+	case er.Content["approve"] != true:
+		return text("not deployed: the user said no")
+	}
+	return text("deployed to " + env)
 }
 
 func text(s string) *mcp.CallToolResult {
