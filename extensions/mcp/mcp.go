@@ -207,7 +207,8 @@ func (e *Extension) enableTool() *harness.Tool {
 	desc.WriteString("Connect an MCP server and make its tools available from the next step on. Servers:")
 	for i, s := range e.servers {
 		names[i] = s.name
-		fmt.Fprintf(&desc, "\n- %s (%s)", s.name, s.tr)
+		// The kind only: a command line or URL may hold a secret.
+		fmt.Fprintf(&desc, "\n- %s (%s)", s.name, s.tr.kind)
 	}
 	schema, _ := json.Marshal(map[string]any{
 		"type": "object",
