@@ -87,8 +87,11 @@
 // mcp.method.name=tools/call, mcp.session.id (when the transport has one:
 // streamable HTTP), mcp.protocol.version, jsonrpc.request.id,
 // network.transport (pipe for stdio, tcp for HTTP) and, when the call
-// fails, error.type: tool_error for an isError result, timeout,
+// fails, error.type: tool_error for an isError result, timeout, cancelled,
 // connection_closed, connect_error, the JSON-RPC error code, or _OTHER.
+// (The tracing extension sets error.type again when the execute_tool span
+// ends, from the call's harness.ToolStatus, so on that span an error
+// result reads error.type=error; the MCP attributes stay.)
 // The trace context of the call is sent to the server in params._meta as
 // W3C traceparent (and tracestate), so that a traced server continues the
 // trace.
