@@ -68,8 +68,10 @@ type Config struct {
 
 	// MinReadAhead and MaxReadAhead bound the ranged GETs of a File: the
 	// first read after an Open or a Seek asks for MinReadAhead bytes, each
-	// sequential one for twice the previous, up to MaxReadAhead. Defaults
-	// DefaultMinReadAhead (64 KiB) and DefaultMaxReadAhead (8 MiB).
+	// sequential one for eight times the previous, up to MaxReadAhead.
+	// Defaults DefaultMinReadAhead (64 KiB) and DefaultMaxReadAhead
+	// (8 MiB). A scan from the start (within 1 MiB of it) whose window
+	// reaches 4 MiB reads the rest in one GET of the whole object.
 	MinReadAhead, MaxReadAhead int64
 	// SpoolMemory is how much of a result Put holds in memory while it
 	// computes the SHA-256 that names it; beyond it the result is spooled

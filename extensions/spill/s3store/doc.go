@@ -54,11 +54,16 @@
 // Open returns a File over the content object that reads with ranged GETs
 // and never downloads the whole object to serve a slice: the first GET
 // after an Open or a Seek asks for Config.MinReadAhead (64 KiB), each
-// sequential one for twice the previous, up to Config.MaxReadAhead
-// (8 MiB). Bytes go straight from the response into the reader's buffer,
+// sequential one for eight times the previous, up to Config.MaxReadAhead
+// (8 MiB). A scan from the start (a search, a SHA-256 verification) turns
+// into one GET of the whole object once its window reaches 4 MiB,
+// discarding the at most 1 MiB already read: one request instead of
+// many, and servers serve whole objects fastest (versitygw with
+// sendfile). Bytes go straight from the response into the reader's buffer,
 // so a search, which streams the object in 1 MiB chunks as on disk, holds
-// the same memory as on disk. Every GET carries If-Match with the ETag
-// seen at Open, so content replaced meanwhile fails the read.
+// the same memory as on disk; a reader that stops early closes the
+// response. Every GET carries If-Match with the ETag seen at Open, so
+// content replaced meanwhile fails the read.
 //
 // The spill extension checks each result's SHA-256 on read: a File's
 // stamp is the content object's ETag, time and size, so the result is

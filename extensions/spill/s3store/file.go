@@ -10,11 +10,12 @@ import (
 )
 
 // file reads a content object with ranged GETs. A GET asks for a window
-// that starts at MinReadAhead bytes after an Open or a Seek and doubles
-// with each sequential read up to MaxReadAhead, so a slice transfers
-// about what it reads and a scan transfers the object in few requests.
-// Nothing is buffered: reads go from the response body into the caller's
-// slice, so memory is one response whatever the window. Every GET asks
+// that starts at MinReadAhead bytes after an Open or a Seek and grows
+// eightfold with each sequential read up to MaxReadAhead, so a slice
+// transfers about what it reads and a scan few requests; a scan from the
+// start of the object becomes one GET of the whole object once the window
+// reaches scanWindow. Nothing is buffered: reads go from the response body
+// into the caller's slice, so memory is one response whatever the window. Every GET asks
 // for the ETag seen at Open (If-Match): content replaced meanwhile fails
 // the read instead of mixing two versions.
 type file struct {
@@ -80,12 +81,22 @@ func (f *file) fetch() error {
 	case f.window == 0 || !sequential:
 		f.window = f.s.cfg.MinReadAhead
 	default:
-		f.window = min(2*f.window, f.s.cfg.MaxReadAhead)
+		f.window = min(8*f.window, f.s.cfg.MaxReadAhead)
 	}
 	end := min(f.pos+f.window, f.size) // exclusive
+	// A scan from the start (a search, a verification) reads the rest
+	// in one GET of the whole object, skipping the little already read:
+	// servers serve a whole object best (versitygw sends it with
+	// sendfile, a range through a buffer).
+	skip := int64(-1)
+	if sequential && f.window >= scanWindow && f.pos <= maxScanSkip && end < f.size {
+		skip, end = f.pos, f.size
+	}
 	var opts minio.GetObjectOptions
-	if err := opts.SetRange(f.pos, end-1); err != nil {
-		return fmt.Errorf("s3store: reading %s: %w", f.id, err)
+	if skip < 0 {
+		if err := opts.SetRange(f.pos, end-1); err != nil {
+			return fmt.Errorf("s3store: reading %s: %w", f.id, err)
+		}
 	}
 	if f.etag != "" {
 		if err := opts.SetMatchETag(f.etag); err != nil {
@@ -99,9 +110,22 @@ func (f *file) fetch() error {
 		}
 		return f.s.wrap("reading", f.id, err)
 	}
+	if skip > 0 {
+		if _, err := io.CopyN(io.Discard, rc, skip); err != nil {
+			rc.Close()
+			return f.s.wrap("reading", f.id, err)
+		}
+	}
 	f.body, f.bodyAt, f.bodyTo = rc, f.pos, end
 	return nil
 }
+
+// A sequential window of scanWindow bytes or more that starts within
+// maxScanSkip bytes of the beginning becomes a GET of the whole object.
+const (
+	scanWindow  = 4 << 20
+	maxScanSkip = 1 << 20
+)
 
 // dropBody closes the current response. A response with little left is
 // drained first, so that its connection is reused.

@@ -55,7 +55,11 @@ type counter struct {
 	hideBlobs atomic.Bool
 }
 
-func newCounter() *counter { return &counter{base: http.DefaultTransport.(*http.Transport).Clone()} }
+func newCounter() *counter {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableCompression = true // as the store's own transport
+	return &counter{base: tr}
+}
 
 func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
 	if c.hideBlobs.Load() && r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/blobs/") {

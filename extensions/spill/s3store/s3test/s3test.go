@@ -149,6 +149,7 @@ func (g *Gateway) Client(t testing.TB) *minio.Client {
 	defer g.mu.Unlock()
 	if g.client == nil {
 		g.transport = http.DefaultTransport.(*http.Transport).Clone()
+		g.transport.DisableCompression = true
 		c, err := minio.New(strings.TrimPrefix(g.Endpoint, "http://"), &minio.Options{
 			Creds: credentials.NewStaticV4(g.AccessKey, g.SecretKey, ""), Region: "us-east-1", BucketLookup: minio.BucketLookupPath,
 			Transport: g.transport})
