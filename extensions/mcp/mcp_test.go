@@ -284,3 +284,59 @@ func TestInstallErrors(t *testing.T) {
 		})
 	}
 }
+
+// One extension manages several servers; enabling one offers its tools
+// only.
+func TestSeveralServers(t *testing.T) {
+	p := harnesstest.NewScriptedProvider(
+		enable("c1", "a"),
+		harnesstest.Response{ToolCalls: []harness.ToolCall{ // read-only: run in parallel
+			harnesstest.Call("c2", "a__echo", map[string]string{"text": "one"}),
+			harnesstest.Call("c3", "a__echo", map[string]string{"text": "two"}),
+		}},
+		enable("c4", "b"),
+		harnesstest.CallTool("c5", "b__echo", map[string]string{"text": "three"}),
+		harnesstest.Reply("done"),
+	)
+	a := newAgent(t, p, mcp.New(
+		mcp.WithServer("a", memServer(t, testserver.New(testserver.Options{}))),
+		mcp.WithServer("b", memServer(t, testserver.New(testserver.Options{}))),
+	))
+	r := run(t, a, "go")
+	res := results(r)
+	for id, want := range map[string]string{"c2": "one", "c3": "two", "c5": "three"} {
+		if got := res[id]; got == nil || got.IsError || !strings.Contains(got.Content, `"text":"`+want+`"`) {
+			t.Errorf("%s: %+v", id, got)
+		}
+	}
+	reqs := p.Requests()
+	second, fourth := toolNames(reqs[1].Tools), toolNames(reqs[3].Tools)
+	if !has(second, "a__echo") || has(second, "b__echo") {
+		t.Errorf("after enabling a: %v", second)
+	}
+	if !has(fourth, "a__echo") || !has(fourth, "b__echo") {
+		t.Errorf("after enabling b: %v", fourth)
+	}
+	if !strings.Contains(reqs[0].Tools[0].Description, "- a (memory)\n- b (memory)") {
+		t.Errorf("mcp_enable description: %q", reqs[0].Tools[0].Description)
+	}
+}
+
+// A server that cannot start gives mcp_enable an error result naming it;
+// the run goes on.
+func TestServerThatCannotStart(t *testing.T) {
+	missing := t.TempDir() + "/no-such-server"
+	p := harnesstest.NewScriptedProvider(enable("c1", "gone"), harnesstest.Reply("I could not reach it."))
+	a := newAgent(t, p, mcp.New(mcp.WithServer("gone", mcp.Command(missing))))
+	r := run(t, a, "go")
+	if r.Status != harness.StatusCompleted {
+		t.Fatalf("status %s: %v", r.Status, r.Err)
+	}
+	got := results(r)["c1"]
+	if got == nil || !got.IsError || !strings.Contains(got.Content, `mcp: server "gone" (stdio: `+missing+`): connect:`) {
+		t.Errorf("mcp_enable result: %+v", got)
+	}
+	if offered := toolNames(a.Tools().Offered()); len(offered) != 1 {
+		t.Errorf("offered %v", offered)
+	}
+}
