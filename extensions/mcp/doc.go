@@ -70,6 +70,12 @@
 // either way the run goes on. Large results are for the spill extension,
 // which applies to every tool result.
 //
+// Each call carries a progress token; the server's progress notifications
+// for it are published with harness.Update as the call's live metadata
+// ([MetaProgress], [MetaProgressTotal], [MetaProgressMessage]), which
+// EventToolUpdate hooks see and the tracing extension records as span
+// events.
+//
 // # The /mcp command
 //
 // "/mcp" lists the servers: transport, whether connected (server name and

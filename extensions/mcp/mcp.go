@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harnessx/harnessx/harness"
@@ -114,6 +115,8 @@ type Extension struct {
 	bg      context.Context // cancelled at Teardown
 	stop    context.CancelFunc
 	wg      sync.WaitGroup // the goroutines of the connections and refreshes
+
+	seq atomic.Int64 // numbers the calls' progress tokens
 
 	mu     sync.Mutex
 	closed bool

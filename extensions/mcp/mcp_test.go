@@ -3,7 +3,9 @@ package mcp_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -338,5 +340,35 @@ func TestServerThatCannotStart(t *testing.T) {
 	}
 	if offered := toolNames(a.Tools().Offered()); len(offered) != 1 {
 		t.Errorf("offered %v", offered)
+	}
+}
+
+// A server's progress notifications are the call's live updates.
+func TestProgressAsUpdates(t *testing.T) {
+	var mu sync.Mutex
+	var updates []map[string]any
+	hook := func(_ context.Context, ev *harness.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.ToolCall.Name == "files__progress" {
+			updates = append(updates, ev.Metadata)
+		}
+		return nil
+	}
+	p := harnesstest.NewScriptedProvider(enable("c1", "files"), harnesstest.CallTool("c2", "files__progress", map[string]any{}), harnesstest.Reply("done"))
+	a := newAgent(t, p, mcp.New(mcp.WithServer("files", memServer(t, testserver.New(testserver.Options{})))),
+		harness.WithHook(harness.EventToolUpdate, hook))
+	r := run(t, a, "go")
+	if got := results(r)["c2"]; got == nil || got.Content != "finished" {
+		t.Fatalf("result %+v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []map[string]any{
+		{mcp.MetaProgress: 1.0, mcp.MetaProgressTotal: 3.0, mcp.MetaProgressMessage: "halfway"},
+		{mcp.MetaProgress: 2.0, mcp.MetaProgressTotal: 3.0, mcp.MetaProgressMessage: "almost"},
+	}
+	if !reflect.DeepEqual(updates, want) {
+		t.Errorf("updates %v, want %v", updates, want)
 	}
 }

@@ -163,9 +163,10 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		return nil, fmt.Errorf("mcp: server %q (%s): %w", s.name, s.tr, err)
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "harnessx", Version: "1"}, &sdk.ClientOptions{
-		ElicitationHandler:     s.elicit,
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.refreshAsync() },
-		Capabilities:           &sdk.ClientCapabilities{},
+		ElicitationHandler:          s.elicit,
+		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { s.refreshAsync() },
+		ProgressNotificationHandler: s.progress,
+		Capabilities:                &sdk.ClientCapabilities{},
 	})
 	cs, err = client.Connect(cctx, idTransport{t}, nil)
 	if err != nil {
@@ -416,7 +417,8 @@ func (s *server) call(ctx context.Context, mcpName string, input json.RawMessage
 			params.Meta[k] = v
 		}
 	}
-	info := &callInfo{}
+	info := &callInfo{token: fmt.Sprintf("harnessx-%d", s.ext.seq.Add(1))}
+	params.SetProgressToken(info.token)
 	s.track(info, ctx)
 	defer s.untrack(info)
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, callInfoKey{}, info), s.ext.cfg.callTimeout)
@@ -486,6 +488,47 @@ func (s *server) runningCall() (context.Context, int) {
 	}
 	return nil, 0
 }
+
+// progress publishes a server's progress notification as live metadata of
+// the call it belongs to (harness.Update: hooks see EventToolUpdate, and
+// the tracing extension adds an event to the call's span). A notification
+// for a call that has ended is dropped.
+func (s *server) progress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	p := req.Params
+	if p == nil {
+		return
+	}
+	token, _ := p.ProgressToken.(string)
+	s.mu.Lock()
+	var call context.Context
+	for info, ctx := range s.inflight {
+		if info.token == token {
+			call = ctx
+		}
+	}
+	s.mu.Unlock()
+	if call == nil {
+		return
+	}
+	md := map[string]any{MetaProgress: p.Progress}
+	if p.Total > 0 {
+		md[MetaProgressTotal] = p.Total
+	}
+	if p.Message != "" {
+		md[MetaProgressMessage] = p.Message
+	}
+	if err := harness.Update(call, md); err != nil {
+		s.ext.log.Debug("mcp: progress not published", "server", s.name, "error", err)
+	}
+}
+
+// The keys of the metadata that a server's progress notification publishes
+// with harness.Update.
+const (
+	MetaProgress        = "mcp.progress"
+	MetaProgressTotal   = "mcp.progress.total"
+	MetaProgressMessage = "mcp.progress.message"
+)
 
 // drop forgets cs, and closes it, if it is still the server's connection.
 func (s *server) drop(cs *sdk.ClientSession) {

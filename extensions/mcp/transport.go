@@ -107,8 +107,9 @@ func SDKTransport(kind, network string, connect func(ctx context.Context) (sdk.T
 type callInfoKey struct{}
 
 type callInfo struct {
-	mu sync.Mutex
-	id string
+	token string // the call's progress token
+	mu    sync.Mutex
+	id    string
 }
 
 func (c *callInfo) set(id string) {

@@ -124,6 +124,27 @@ func New(opts Options) *mcp.Server {
 			}
 			return deployed(in.Env, er), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "Report progress twice, then answer.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			token := req.Params.GetProgressToken()
+			if token == nil {
+				return text("no progress token"), nil, nil
+			}
+			for i, msg := range []string{"halfway", "almost"} {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token, Progress: float64(i + 1), Total: 3, Message: msg,
+				}); err != nil {
+					return nil, nil, err
+				}
+			}
+			// The client handles notifications in order before it answers
+			// a request: after this ping, it has seen both.
+			if err := req.Session.Ping(ctx, nil); err != nil {
+				return nil, nil, err
+			}
+			return text("finished"), nil, nil
+		})
 	if opts.Crash {
 		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server in the middle of the call."},
 			func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
