@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,7 +86,9 @@ func toolSpan(t *testing.T, spans []sdktrace.ReadOnlySpan, name string) sdktrace
 // The MCP attributes are on the execute_tool span (no second span), and the
 // server receives the span's context as traceparent in params._meta.
 func TestStdioTraceAttributes(t *testing.T) {
-	r, spans := tracedRun(t, stdioServer(), harnesstest.CallTool("c2", "srv__echo", map[string]string{"text": "traced"}))
+	r, spans := tracedRun(t, stdioServer(),
+		harnesstest.CallTool("c2", "srv__echo", map[string]string{"text": "traced"}),
+		harnesstest.CallTool("c3", "srv__progress", map[string]any{}))
 	s := toolSpan(t, spans, "srv__echo")
 	a := attrs(s)
 	for k, want := range map[attribute.Key]string{
@@ -112,8 +115,20 @@ func TestStdioTraceAttributes(t *testing.T) {
 			t.Errorf("a second span for the call: %s", s.Name())
 		}
 	}
-	if tools != 2 {
-		t.Errorf("%d execute_tool spans, want 2 (mcp_enable and the call)", tools)
+	if tools != 3 {
+		t.Errorf("%d execute_tool spans, want 3 (mcp_enable and the calls)", tools)
+	}
+	// The progress notifications are events of the call's span.
+	var progress []string
+	for _, ev := range toolSpan(t, spans, "srv__progress").Events() {
+		for _, kv := range ev.Attributes {
+			if kv.Key == tracing.KeyToolUpdatePrefix+mcp.MetaProgressMessage {
+				progress = append(progress, ev.Name+" "+kv.Value.Emit())
+			}
+		}
+	}
+	if want := []string{tracing.EventToolUpdate + " halfway", tracing.EventToolUpdate + " almost"}; !slices.Equal(progress, want) {
+		t.Errorf("progress events %v, want %v", progress, want)
 	}
 	var echo testserver.Echo
 	if err := json.Unmarshal([]byte(results(r)["c2"].Content), &echo); err != nil {
