@@ -372,3 +372,19 @@ func TestProgressAsUpdates(t *testing.T) {
 		t.Errorf("updates %v, want %v", updates, want)
 	}
 }
+
+// A process that never completes the handshake fails mcp_enable after the
+// connect timeout, and is stopped.
+func TestServerThatNeverInitializes(t *testing.T) {
+	p := harnesstest.NewScriptedProvider(enable("c1", "mute"), harnesstest.Reply("no luck"))
+	a := newAgent(t, p, mcp.New(mcp.WithServer("mute", mcp.Command("sleep", "60")), mcp.WithConnectTimeout(300*time.Millisecond)))
+	start := time.Now()
+	r := run(t, a, "go")
+	got := results(r)["c1"]
+	if got == nil || !got.IsError || !strings.Contains(got.Content, `mcp: server "mute" (stdio: sleep 60) did not complete the connection within 300ms`) {
+		t.Errorf("mcp_enable result: %+v", got)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
