@@ -26,8 +26,10 @@ type Transport struct {
 	connect func(ctx context.Context) (sdk.Transport, error)
 }
 
-// String describes the transport, as /mcp and mcp_enable list it:
+// String describes the transport, as /mcp and errors show it:
 // "stdio: mcp-files --root /srv" or "http: https://example.com/mcp".
+// (The model's mcp_enable description names only the kind, "stdio" or
+// "http": a command line or URL may hold a secret.)
 func (t Transport) String() string {
 	if t.target == "" {
 		return t.kind
@@ -43,8 +45,8 @@ const terminateAfter = 2 * time.Second
 // Command runs the MCP server name with args as a subprocess and talks to
 // it over its standard input and output (the stdio transport). The process
 // starts when the server is first used and is stopped when the agent
-// closes: its standard input is closed, then it gets SIGTERM after two
-// seconds. Its standard error is discarded; use [CommandFunc] to keep it or
+// closes: its standard input is closed, then, if it has not exited, it gets
+// SIGTERM after two seconds and SIGKILL two seconds later. Its standard error is discarded; use [CommandFunc] to keep it or
 // to set the environment or the working directory.
 func Command(name string, args ...string) Transport {
 	args = append([]string(nil), args...)
