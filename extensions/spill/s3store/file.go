@@ -48,7 +48,7 @@ func (f *file) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if f.body == nil || f.bodyAt != f.pos || f.bodyAt >= f.bodyTo {
-		if err := f.fetch(); err != nil {
+		if err := f.fetch(int64(len(p))); err != nil {
 			return 0, err
 		}
 	}
@@ -73,8 +73,8 @@ func (f *file) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// fetch starts a ranged GET at pos.
-func (f *file) fetch() error {
+// fetch starts a GET at pos for a read of want bytes.
+func (f *file) fetch(want int64) error {
 	sequential := f.window > 0 && f.bodyTo == f.pos
 	f.dropBody()
 	switch {
@@ -88,8 +88,10 @@ func (f *file) fetch() error {
 	// in one GET of the whole object, skipping the little already read:
 	// servers serve a whole object best (versitygw sends it with
 	// sendfile, a range through a buffer).
+	// A first read that asks for scanWindow bytes or more at once
+	// announces a scan too.
 	skip := int64(-1)
-	if sequential && f.window >= scanWindow && f.pos <= maxScanSkip && end < f.size {
+	if (sequential && f.window >= scanWindow || want >= scanWindow) && f.pos <= maxScanSkip && end < f.size {
 		skip, end = f.pos, f.size
 	}
 	var opts minio.GetObjectOptions
@@ -120,10 +122,12 @@ func (f *file) fetch() error {
 	return nil
 }
 
-// A sequential window of scanWindow bytes or more that starts within
-// maxScanSkip bytes of the beginning becomes a GET of the whole object.
+// A sequential window of scanWindow bytes or more, or a read of as many
+// bytes, within maxScanSkip bytes of the beginning becomes a GET of the
+// whole object. spill's search reads 2 MiB at a time and its SHA-256
+// verification 1 MiB; its slices and table reads far less.
 const (
-	scanWindow  = 4 << 20
+	scanWindow  = 1 << 20
 	maxScanSkip = 1 << 20
 )
 

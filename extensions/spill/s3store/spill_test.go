@@ -76,6 +76,15 @@ func TestSliceTransfersBounded(t *testing.T) {
 	if n := c.bytes.Load(); n < int64(len(data)) || n > int64(len(data))+1<<20 {
 		t.Fatalf("search transferred %d bytes of %d", n, len(data))
 	}
+	gets := 0
+	for _, r := range c.requests() {
+		if strings.HasPrefix(r, "GET ") {
+			gets++
+		}
+	}
+	if gets != 1 {
+		t.Errorf("search made %d GETs, want one of the whole object:\n%s", gets, strings.Join(c.requests(), "\n"))
+	}
 
 	// A second agent loads the session: its first read verifies the
 	// whole object once, later slices are bounded again.
