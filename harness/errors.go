@@ -105,3 +105,11 @@ func (e *ProviderError) Error() string {
 }
 
 func (e *ProviderError) Unwrap() error { return e.Err }
+
+// ErrorTyper is an error that names its class for observers: a tool
+// handler's error that implements it sets the result's
+// [ToolResult.ErrorType].
+type ErrorTyper interface {
+	error
+	ErrorType() string
+}

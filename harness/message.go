@@ -101,6 +101,13 @@ type ToolResult struct {
 	IsError bool `json:"is_error,omitempty"`
 	// Status classifies the outcome for observers.
 	Status ToolStatus `json:"status,omitempty"`
+	// ErrorType is a short, low-cardinality class of a failure for
+	// observers (the tracing extension's error.type), when the status
+	// alone says too little: "tool_error" for an MCP server's isError
+	// result, for instance. The engine sets it from a handler's error
+	// that has an ErrorType() string method ([ErrorTyper]); empty means
+	// the status.
+	ErrorType string `json:"error_type,omitempty"`
 	// Activate names deferred tools that the session offers to the model
 	// from the next request on (see [SessionTools]). The engine sets it
 	// from [ActivateTools]; a result middleware may set it too. It is

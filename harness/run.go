@@ -777,7 +777,11 @@ func (a *Agent) execute(ctx context.Context, t *Tool, call *ToolCall) *ToolResul
 		if errors.As(o.err, &ie) {
 			return errorResult(call, ToolInvalid, fmt.Sprintf("invalid arguments for tool %q: %v", call.Name, ie.Err))
 		}
-		return errorResult(call, ToolError, o.err.Error())
+		r := errorResult(call, ToolError, o.err.Error())
+		if et, ok := errors.AsType[ErrorTyper](o.err); ok {
+			r.ErrorType = et.ErrorType()
+		}
+		return r
 	}
 	return &ToolResult{CallID: call.ID, Name: call.Name, Content: o.content, Status: ToolOK, Activate: takeActivations(ctx)}
 }

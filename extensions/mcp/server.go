@@ -438,11 +438,19 @@ func (s *server) call(ctx context.Context, mcpName string, input json.RawMessage
 		if text == "" {
 			text = fmt.Sprintf("mcp: the tool %s of server %q reported an error without a message", mcpName, s.name)
 		}
-		return "", errors.New(text)
+		return "", toolError(text)
 	}
 	span.SetAttributes(attrs...)
 	return text, nil
 }
+
+// toolError is a server's isError result. Its class, "tool_error",
+// becomes the result's harness.ToolResult.ErrorType, which the tracing
+// extension puts on the execute_tool span as error.type.
+type toolError string
+
+func (e toolError) Error() string     { return string(e) }
+func (e toolError) ErrorType() string { return errorTypeToolError }
 
 // callError turns a failed tools/call into a clear error and its
 // error.type. A lost connection is dropped, so that the next call

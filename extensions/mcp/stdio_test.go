@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // A stdio server that crashes in the middle of a call gives an error
@@ -140,26 +139,15 @@ func TestStdioTraceAttributes(t *testing.T) {
 	}
 }
 
-// spanInterceptor stands for the tracing extension's tool span, to see the
-// attributes the adapter sets before any other code sets its own.
-type spanInterceptor struct{ tr trace.Tracer }
-
-func (i spanInterceptor) InterceptTool(ctx context.Context, call *harness.ToolCall, next harness.ToolFunc) *harness.ToolResult {
-	ctx, span := i.tr.Start(ctx, "execute_tool "+call.Name)
-	defer span.End()
-	return next(ctx, call)
-}
-
-// An isError result sets error.type=tool_error on the call's span.
+// An isError result sets error.type=tool_error on the call's span, with
+// the tracing extension itself: the class travels as the result's
+// harness.ToolResult.ErrorType.
 func TestErrorTypeToolError(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	p := harnesstest.NewScriptedProvider(enable("c1", "srv"), harnesstest.CallTool("c2", "srv__fail", map[string]any{}), harnesstest.Reply("done"))
-	a := newAgent(t, p, mcp.New(mcp.WithServer("srv", memServer(t, testserver.New(testserver.Options{})))),
-		harness.WithMiddleware(spanInterceptor{tp.Tracer("test")}))
-	run(t, a, "go")
-	got := attrs(toolSpan(t, rec.Ended(), "srv__fail"))
+	r, spans := tracedRun(t, memServer(t, testserver.New(testserver.Options{})), harnesstest.CallTool("c2", "srv__fail", map[string]any{}))
+	if got := results(r)["c2"]; !got.IsError || got.ErrorType != "tool_error" {
+		t.Fatalf("result %+v", got)
+	}
+	got := attrs(toolSpan(t, spans, "srv__fail"))
 	if got["error.type"] != "tool_error" || got["mcp.method.name"] != "tools/call" {
 		t.Errorf("span attributes %v", got)
 	}

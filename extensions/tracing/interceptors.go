@@ -467,8 +467,12 @@ func (e *Extension) endTool(span trace.Span, r *recorder, call *harness.ToolCall
 		// interrupted (its outcome is unknown) have their own status.
 	default:
 		if res.IsError || status != harness.ToolOK {
-			r.kvs = append(r.kvs, semconv.ErrorTypeKey.String(string(status)))
-			e.setError(span, r, string(status), errors.New(res.Content))
+			typ := string(status)
+			if res.ErrorType != "" { // the tool's own class (harness.ErrorTyper)
+				typ = res.ErrorType
+			}
+			r.kvs = append(r.kvs, semconv.ErrorTypeKey.String(typ))
+			e.setError(span, r, typ, errors.New(res.Content))
 		}
 	}
 	span.SetAttributes(r.finish()...)
