@@ -222,15 +222,15 @@ var ErrNoBinary = errors.New("s3test: no versitygw binary")
 // needed; with -short it skips t instead of building.
 func Binary(t testing.TB) string {
 	t.Helper()
-	p, err := FindBinary()
-	if err == nil {
+	p, why := FindBinary()
+	if why == nil {
 		return p
 	}
-	if !errors.Is(err, ErrNoBinary) {
-		t.Fatal(err)
+	if !errors.Is(why, ErrNoBinary) {
+		t.Fatal(why)
 	}
 	if testing.Short() {
-		t.Skipf("%v; -short skips the tests against a real S3 server (run .ci/versitygw.sh and set %s)", err, EnvBinary)
+		t.Skipf("%v; -short skips the tests against a real S3 server (run .ci/versitygw.sh and set %s)", why, EnvBinary)
 	}
 	target, terr := cachePath()
 	if terr != nil {
@@ -240,11 +240,21 @@ func Binary(t testing.TB) string {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	t.Logf("s3test: %v; building it (about 5 minutes on a cold build cache)", err)
-	start := time.Now()
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Test binaries of several packages may get here at once: one builds,
+	// the others wait for it and use its binary.
+	unlock, err := lockFile(target + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if p, err := FindBinary(); err == nil {
+		return p
+	}
+	t.Logf("s3test: %v; building it (about 5 minutes on a cold build cache)", why)
+	start := time.Now()
 	tmp := fmt.Sprintf("%s.tmp-%d", target, os.Getpid())
 	cmd := exec.Command("go", "build", "-o", tmp, ".")
 	cmd.Dir = filepath.Join(root, "tools", "versitygw")
