@@ -101,7 +101,9 @@
 // unless [WithRetain]. [WithDir] and [WithStore] bind a caller-owned
 // directory or store: their files are kept at Close. A DirStore reaches its
 // files only through an [os.Root], so no id or symbolic link can lead
-// outside it.
+// outside it. For workers on several machines, the package
+// github.com/harnessx/harnessx/extensions/spill/s3store is a Store on
+// S3-compatible storage (HARNESSX_ARTIFACTS=s3://bucket/prefix).
 //
 // Saving a session records every stored result (id, tool, size, lines,
 // type, SHA-256 and store directory). Once saved, results are retained:
