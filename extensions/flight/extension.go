@@ -247,13 +247,23 @@ func (x *Extension) Install(ec *harness.ExtensionContext) error {
 	x.sessionID = ec.SessionID()
 	x.dir = filepath.Join(x.cfg.dir, dirName(x.sessionID))
 	x.mu.Unlock()
-	for _, ev := range harness.AllHookEvents() {
+	// Only the events observe records: a subscription makes the engine
+	// build the event (EventMessage, for one, comes with every message).
+	for _, ev := range recordedEvents {
 		if _, err := ec.OnHook(ev, x.observe); err != nil {
 			return err
 		}
 	}
 	_, err := ec.AddMiddleware(&runInterceptor{x})
 	return err
+}
+
+// recordedEvents are the hook events the recorder records (see observe).
+var recordedEvents = [...]harness.HookEvent{
+	harness.EventRunStart, harness.EventRunEnd,
+	harness.EventModelRequestStart, harness.EventModelRequestEnd,
+	harness.EventToolCallStart, harness.EventToolCallEnd,
+	harness.EventApprovalRequested, harness.EventError, harness.EventHookFailed,
 }
 
 // dirName turns a session ID into a safe directory name.
