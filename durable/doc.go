@@ -174,6 +174,15 @@
 // A session's runs are named "<session>/<n>" and run one at a time
 // ([ErrSessionBusy]).
 //
+// # Extension storage
+//
+// The agents the runtime builds keep extension storage
+// ([harness.ExtensionContext.Storage]) in the runtime's database
+// ([Runtime.Storage]): one table beside the runs, which every worker on
+// the database shares, instead of files under each process's state
+// directory. A factory's own harness.WithStorage wins. Writes are not
+// steps: a re-executed run writes again, so extensions write idempotently.
+//
 // # Large results and extension state
 //
 // A tool step records the result the model gets: with the spill extension

@@ -33,6 +33,7 @@ type leaseDB struct {
 	db       *sql.DB
 	table    string // the workers' heartbeats
 	steps    string // the runs' executions and tool-call markers
+	kv       string // extension storage (storage.go)
 	postgres bool
 
 	// Prepared once: these run on every run and tool call.
@@ -54,6 +55,7 @@ var numbered = regexp.MustCompile(`\$([0-9]+)`)
 func (l *leaseDB) q(query string) string {
 	query = strings.ReplaceAll(query, "{T}", l.table)
 	query = strings.ReplaceAll(query, "{S}", l.steps)
+	query = strings.ReplaceAll(query, "{KV}", l.kv)
 	query = strings.ReplaceAll(query, "{NOW}", l.nowMs())
 	if !l.postgres {
 		query = numbered.ReplaceAllString(query, "?$1")
@@ -65,12 +67,12 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	l := &leaseDB{}
 	var err error
 	if path, ok := sqlitePath(dsn); ok {
-		l.table, l.steps = "harnessx_workers", "harnessx_steps"
+		l.table, l.steps, l.kv = "harnessx_workers", "harnessx_steps", "harnessx_storage"
 		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	} else if strings.HasPrefix(dsn, "sqlite:") {
 		return nil, errors.New("durable: the lease needs a database file or Postgres, not an in-memory SQLite database")
 	} else {
-		l.table, l.steps, l.postgres = "harnessx.workers", "harnessx.steps", true
+		l.table, l.steps, l.kv, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", true
 		l.db, err = sql.Open("pgx", dsn)
 	}
 	if err != nil {
@@ -96,12 +98,19 @@ CREATE TABLE IF NOT EXISTS {S} (
 	started_ms BIGINT NOT NULL,
 	n          BIGINT NOT NULL,
 	PRIMARY KEY (run_id, step_key)
+);
+CREATE TABLE IF NOT EXISTS {KV} (
+	namespace TEXT NOT NULL,
+	session   TEXT NOT NULL,
+	key       TEXT NOT NULL,
+	value     TEXT NOT NULL,
+	PRIMARY KEY (namespace, session, key)
 )`
 	for _, s := range strings.Split(l.q(stmts), ";\n") {
 		if _, err := l.db.ExecContext(ctx, s); err != nil {
 			// Two workers creating the schema at once on Postgres: one
 			// may fail on the catalog's unique index; the table is there.
-			if _, err2 := l.db.ExecContext(ctx, l.q("SELECT 1 FROM {T}, {S} LIMIT 1")); err2 != nil {
+			if _, err2 := l.db.ExecContext(ctx, l.q("SELECT 1 FROM {T}, {S}, {KV} LIMIT 1")); err2 != nil {
 				l.db.Close()
 				return nil, fmt.Errorf("durable: create the runtime's tables: %w", err)
 			}

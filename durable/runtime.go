@@ -665,6 +665,9 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		return runOutput{}, fmt.Errorf("durable: agent %q: %w", in.Agent, err)
 	}
 	opts = append(opts[:len(opts):len(opts)], harness.WithStepRunner(rt.runner))
+	if st := rt.Storage(); st != nil { // first: a factory's own storage wins
+		opts = append([]harness.Option{harness.WithStorage(st)}, opts...)
+	}
 	var agent *harness.Agent
 	if in.Session != nil {
 		agent, err = harness.LoadSession(ctx, in.Session, opts...)
