@@ -13,9 +13,12 @@ import (
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
 
-// benchFactory is an agent with a fake model (a tool call, then an
-// answer) and a no-op tool: what is left is the runtime's cost.
-func benchFactory(ctx context.Context) ([]harness.Option, error) {
+// benchFactory builds an agent with a fake model (a tool call, then an
+// answer) and a no-op tool: what is left is the runtime's cost. The tool
+// and the provider are built once, as the package doc advises (a tool's
+// schema is inferred and compiled when it is made); the factory builds
+// only the agent's options.
+func benchFactory() Factory {
 	type in struct{}
 	tool := harness.MustTool(harness.NewTool("noop", "noop", func(context.Context, in) (string, error) { return "ok", nil }))
 	provider := harness.ProviderFunc(func(_ context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
@@ -24,7 +27,9 @@ func benchFactory(ctx context.Context) ([]harness.Option, error) {
 		}
 		return reply("done"), nil
 	})
-	return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tool)}, nil
+	return func(ctx context.Context) ([]harness.Option, error) {
+		return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tool)}, nil
+	}
 }
 
 // benchDSN is a fresh database of the backend for a benchmark.
@@ -53,7 +58,7 @@ func benchDurableRun(b *testing.B, dsn string) {
 		b.Fatal(err)
 	}
 	defer rt.Close(ctx)
-	if err := rt.Register("bench", benchFactory); err != nil {
+	if err := rt.Register("bench", benchFactory()); err != nil {
 		b.Fatal(err)
 	}
 	if err := rt.Launch(ctx); err != nil {

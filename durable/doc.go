@@ -22,7 +22,10 @@
 // and the runtime adds its step runner and, for a session, the saved
 // session ([harness.LoadSession]). Register every agent before Launch, in
 // every process that runs or recovers runs, under the same names and with
-// the same tools and extensions.
+// the same tools and extensions. Build the tools and the provider once,
+// outside the factory, and let it return them: making a tool infers and
+// compiles its schema, which costs more than a run's bookkeeping; only
+// extensions, which hold per-agent state, need to be made per run.
 //
 // # Databases
 //
