@@ -98,25 +98,7 @@ func announce(l *slog.Logger, backends []Backend) {
 // selectBackends returns the backends FromEnv builds, in a fixed order.
 func selectBackends(c *config) ([]string, error) {
 	if v := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")); v != "" {
-		var names []string
-		for _, n := range strings.Split(v, ",") {
-			n = strings.ToLower(strings.TrimSpace(n))
-			switch n {
-			case "":
-				continue
-			case "none":
-				continue
-			case "console":
-				n = "stdout"
-			case "otlp", "langsmith", "file", "stdout":
-			default:
-				return nil, fmt.Errorf("%w: %q in OTEL_TRACES_EXPORTER (want otlp, langsmith, file, console or none)", ErrUnknownExporter, n)
-			}
-			if !slices.Contains(names, n) {
-				names = append(names, n)
-			}
-		}
-		return names, nil
+		return exporterList("OTEL_TRACES_EXPORTER", v, "otlp", "langsmith", "file", "stdout")
 	}
 	var names []string
 	if c.endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
@@ -133,6 +115,30 @@ func selectBackends(c *config) ([]string, error) {
 	}
 	if len(names) == 0 {
 		names = append(names, "file")
+	}
+	return names, nil
+}
+
+// exporterList parses the value v of an OTEL_*_EXPORTER variable: a
+// comma-separated list of the backend names allowed, "console" for
+// "stdout", "none" and empty entries skipped, each name once, in order.
+func exporterList(variable, v string, allowed ...string) ([]string, error) {
+	var names []string
+	for _, n := range strings.Split(v, ",") {
+		n = strings.ToLower(strings.TrimSpace(n))
+		switch n {
+		case "", "none":
+			continue
+		case "console":
+			n = "stdout"
+		}
+		if !slices.Contains(allowed, n) {
+			want := strings.ReplaceAll(strings.Join(allowed, ", "), "stdout", "console")
+			return nil, fmt.Errorf("%w: %q in %s (want %s or none)", ErrUnknownExporter, n, variable, want)
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
 	}
 	return names, nil
 }

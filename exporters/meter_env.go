@@ -2,10 +2,8 @@ package exporters
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 )
 
@@ -90,23 +88,7 @@ func announceMeters(l *slog.Logger, backends []Backend) {
 // fixed order.
 func selectMeterBackends(c *config) ([]string, error) {
 	if v := strings.TrimSpace(os.Getenv("OTEL_METRICS_EXPORTER")); v != "" {
-		var names []string
-		for _, n := range strings.Split(v, ",") {
-			n = strings.ToLower(strings.TrimSpace(n))
-			switch n {
-			case "", "none":
-				continue
-			case "console":
-				n = "stdout"
-			case "otlp", "file", "stdout":
-			default:
-				return nil, fmt.Errorf("%w: %q in OTEL_METRICS_EXPORTER (want otlp, file, console or none)", ErrUnknownExporter, n)
-			}
-			if !slices.Contains(names, n) {
-				names = append(names, n)
-			}
-		}
-		return names, nil
+		return exporterList("OTEL_METRICS_EXPORTER", v, "otlp", "file", "stdout")
 	}
 	var names []string
 	if c.meter.endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "" {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/harnessx/harnessx/internal/toolbin"
 )
 
 // Jaeger is a running Jaeger process. Its fields are set by [Start].
@@ -115,7 +117,7 @@ func newStartConfig(opts []Option) (startConfig, error) {
 		return c, nil
 	}
 	if !filepath.IsAbs(c.configFile) {
-		root, err := repoRoot()
+		root, err := toolbin.RepoRoot()
 		if err != nil {
 			return c, err
 		}

@@ -32,12 +32,14 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/harnessx/harnessx/internal/toolbin"
 )
 
 // Environment variables read by this package.
 const (
 	EnvBinary = "HARNESSX_VERSITYGW_BIN"
-	EnvCache  = "HARNESSX_CACHE"
+	EnvCache  = toolbin.EnvCache
 )
 
 // Gateway is a running versitygw.
@@ -218,93 +220,42 @@ func freePort() (string, error) {
 // available without building one.
 var ErrNoBinary = errors.New("s3test: no versitygw binary")
 
+// tool is the gateway as internal/toolbin builds it: from
+// tools/versitygw, into the cache as versitygw-<version>-<hash>, where
+// .ci/versitygw.sh puts it too.
+func tool() *toolbin.Tool {
+	return &toolbin.Tool{
+		Name: "versitygw", EnvBinary: EnvBinary, Script: ".ci/versitygw.sh",
+		Dir: filepath.Join("tools", "versitygw"), Package: ".",
+		CacheName:   cacheName,
+		BuildCost:   "about 5 minutes on a cold build cache",
+		Skipped:     "the tests against a real S3 server",
+		ErrNoBinary: ErrNoBinary,
+	}
+}
+
 // Binary returns the gateway binary, building it into the cache if
 // needed; with -short it skips t instead of building.
 func Binary(t testing.TB) string {
 	t.Helper()
-	p, why := FindBinary()
-	if why == nil {
-		return p
-	}
-	if !errors.Is(why, ErrNoBinary) {
-		t.Fatal(why)
-	}
-	if testing.Short() {
-		t.Skipf("%v; -short skips the tests against a real S3 server (run .ci/versitygw.sh and set %s)", why, EnvBinary)
-	}
-	target, terr := cachePath()
-	if terr != nil {
-		t.Fatal(terr)
-	}
-	root, rerr := repoRoot()
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Test binaries of several packages may get here at once: one builds,
-	// the others wait for it and use its binary.
-	unlock, err := lockFile(target + ".lock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
-	if p, err := FindBinary(); err == nil {
-		return p
-	}
-	t.Logf("s3test: %v; building it (about 5 minutes on a cold build cache)", why)
-	start := time.Now()
-	tmp := fmt.Sprintf("%s.tmp-%d", target, os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, ".")
-	cmd.Dir = filepath.Join(root, "tools", "versitygw")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.Remove(tmp)
-		t.Fatalf("s3test: building versitygw: %v\n%s", err, out)
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("s3test: built %s in %v", target, time.Since(start).Round(time.Second))
-	return target
+	return tool().Binary(t)
 }
 
 // FindBinary returns HARNESSX_VERSITYGW_BIN when set (an error if it is
 // not an executable file), else the cached binary if present, else an
 // error wrapping [ErrNoBinary].
 func FindBinary() (string, error) {
-	if p := os.Getenv(EnvBinary); p != "" {
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-			return "", fmt.Errorf("s3test: %s=%s is not an executable file", EnvBinary, p)
-		}
-		return p, nil
+	p, err := tool().Find()
+	if err != nil && !errors.Is(err, ErrNoBinary) {
+		return "", fmt.Errorf("s3test: %w", err)
 	}
-	p, err := cachePath()
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrNoBinary, err)
-	}
-	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("%w: %s unset and %s missing", ErrNoBinary, EnvBinary, p)
-	}
-	return p, nil
+	return p, err
 }
 
-// cachePath is where .ci/versitygw.sh puts the binary:
-// <cache>/versitygw-<version>-<first 12 hex digits of the SHA-256 of
+// cacheName is the binary's name in the cache, as .ci/versitygw.sh names
+// it: versitygw-<version>-<first 12 hex digits of the SHA-256 of
 // tools/versitygw/go.mod followed by main.go>.
-func cachePath() (string, error) {
-	dir := os.Getenv(EnvCache)
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("no cache directory: set %s: %w", EnvCache, err)
-		}
-		dir = filepath.Join(home, ".cache", "harnessx")
-	}
-	root, err := repoRoot()
-	if err != nil {
-		return "", err
-	}
+func cacheName(root string) (string, error) {
 	tool := filepath.Join(root, "tools", "versitygw")
 	mod, err := os.ReadFile(filepath.Join(tool, "go.mod"))
 	if err != nil {
@@ -329,23 +280,5 @@ func cachePath() (string, error) {
 	h := sha256.New()
 	h.Write(mod)
 	h.Write(main)
-	return filepath.Join(dir, "versitygw-"+version+"-"+hex.EncodeToString(h.Sum(nil))[:12]), nil
-}
-
-// repoRoot finds the main module's root from the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(data), "module github.com/harnessx/harnessx\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("s3test: not inside the harnessx module")
-		}
-		dir = parent
-	}
+	return "versitygw-" + version + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
 }
