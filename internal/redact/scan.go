@@ -24,6 +24,9 @@ func MayContainSecret[T string | []byte](s T) bool { return scan(s) != 0 }
 func scan[T string | []byte](s T) trig {
 	var m trig
 	for i := 0; i+1 < len(s); i++ {
+		if !pairStart[s[i]] {
+			continue
+		}
 		switch uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
 		case 's'<<8 | 'k':
 			if hasFold(s, i, "sk-") {
@@ -59,6 +62,20 @@ func scan[T string | []byte](s T) trig {
 	}
 	return m
 }
+
+// pairStart tells the bytes that may begin a pair scan looks at: those
+// that are, ASCII case folded as scan folds them (|0x20), the first byte
+// of one of its cases. Most bytes of a text are not, and are passed over
+// with one load.
+var pairStart = func() (t [256]bool) {
+	for b := range 256 {
+		switch byte(b) | 0x20 {
+		case 's', 'b', 'a', 'k', 't', 'p', ':':
+			t[b] = true
+		}
+	}
+	return t
+}()
 
 // nameWordAt returns the length of the sensitive word at s[i:], or 0.
 func nameWordAt[T string | []byte](s T, i int) int {
