@@ -42,26 +42,20 @@ func FromEnv(ctx context.Context, opts ...Option) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	var specs []backendSpec
-	for _, name := range names {
-		var spec backendSpec
+	specs, err := buildAll(names, func(name string) (backendSpec, error) {
 		switch name {
 		case "otlp":
-			spec, err = otlpBackend(ctx, &c)
+			return otlpBackend(ctx, &c)
 		case "langsmith":
-			spec, err = langSmithBackend(ctx, &c)
+			return langSmithBackend(ctx, &c)
 		case "file":
-			spec, err = fileBackend(ctx, &c)
-		case "stdout":
-			spec, err = stdoutBackend(&c)
+			return fileBackend(ctx, &c)
+		default:
+			return stdoutBackend(&c)
 		}
-		if err != nil {
-			for _, s := range specs {
-				_ = s.exporter.Shutdown(ctx)
-			}
-			return nil, err
-		}
-		specs = append(specs, spec)
+	}, func(s backendSpec) error { return s.exporter.Shutdown(ctx) })
+	if err != nil {
+		return nil, err
 	}
 	p, err := newProvider(ctx, &c, specs)
 	if err != nil {
@@ -117,6 +111,24 @@ func selectBackends(c *config) ([]string, error) {
 		names = append(names, "file")
 	}
 	return names, nil
+}
+
+// buildAll builds the backend of each name, in order; when one fails it
+// shuts down those built already and returns the error. FromEnv and
+// MetersFromEnv share it.
+func buildAll[S any](names []string, build func(name string) (S, error), shutdown func(S) error) ([]S, error) {
+	var specs []S
+	for _, name := range names {
+		spec, err := build(name)
+		if err != nil {
+			for _, s := range specs {
+				_ = shutdown(s)
+			}
+			return nil, err
+		}
+		specs = append(specs, spec)
+	}
+	return specs, nil
 }
 
 // exporterList parses the value v of an OTEL_*_EXPORTER variable: a

@@ -40,24 +40,18 @@ func MetersFromEnv(ctx context.Context, opts ...Option) (*MeterProvider, error) 
 	if err != nil {
 		return nil, err
 	}
-	var specs []meterSpec
-	for _, name := range names {
-		var spec meterSpec
+	specs, err := buildAll(names, func(name string) (meterSpec, error) {
 		switch name {
 		case "otlp":
-			spec, err = otlpMeterBackend(ctx, &c)
+			return otlpMeterBackend(ctx, &c)
 		case "file":
-			spec, err = fileMeterBackend(ctx, &c)
-		case "stdout":
-			spec, err = stdoutMeterBackend(&c)
+			return fileMeterBackend(ctx, &c)
+		default:
+			return stdoutMeterBackend(&c)
 		}
-		if err != nil {
-			for _, s := range specs {
-				_ = s.exporter.Shutdown(ctx)
-			}
-			return nil, err
-		}
-		specs = append(specs, spec)
+	}, func(s meterSpec) error { return s.exporter.Shutdown(ctx) })
+	if err != nil {
+		return nil, err
 	}
 	p, err := newMeterProvider(ctx, &c, specs)
 	if err != nil {
