@@ -3,7 +3,6 @@ package durable
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -69,9 +68,7 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	if path, ok := sqlitePath(dsn); ok {
 		l.table, l.steps, l.kv = "harnessx_workers", "harnessx_steps", "harnessx_storage"
 		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
-	} else if strings.HasPrefix(dsn, "sqlite:") {
-		return nil, errors.New("durable: the lease needs a database file or Postgres, not an in-memory SQLite database")
-	} else {
+	} else { // Open refuses SQLite DSNs without a file
 		l.table, l.steps, l.kv, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", true
 		l.db, err = sql.Open("pgx", dsn)
 	}
@@ -107,13 +104,23 @@ CREATE TABLE IF NOT EXISTS {KV} (
 	PRIMARY KEY (namespace, session, key)
 )`
 	for _, s := range strings.Split(l.q(stmts), ";\n") {
-		if _, err := l.db.ExecContext(ctx, s); err != nil {
-			// Two workers creating the schema at once on Postgres: one
-			// may fail on the catalog's unique index; the table is there.
-			if _, err2 := l.db.ExecContext(ctx, l.q("SELECT 1 FROM {T}, {S}, {KV} LIMIT 1")); err2 != nil {
-				l.db.Close()
-				return nil, fmt.Errorf("durable: create the runtime's tables: %w", err)
+		// Two workers creating the schema at once on Postgres: one may
+		// fail on the catalog's unique index while the other's CREATE
+		// commits. IF NOT EXISTS then succeeds at a later attempt.
+		var err error
+		for attempt := 1; attempt <= 5; attempt++ {
+			if _, err = l.db.ExecContext(ctx, s); err == nil {
+				break
 			}
+			select {
+			case <-ctx.Done():
+				attempt = 5
+			case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			}
+		}
+		if err != nil {
+			l.db.Close()
+			return nil, fmt.Errorf("durable: create the runtime's tables: %w", err)
 		}
 	}
 	for _, p := range []struct {
@@ -304,15 +311,19 @@ func (s *supervisor) stop() {
 }
 
 // auxDB opens, at its first use, the connection to the runtime's own
-// tables (the lease, the steps table) in the same database; it fails for
-// an in-memory SQLite database, which nothing recovers. Close closes it.
+// tables (the lease, the steps table, storage) in the same database.
+// Close closes it.
 func (rt *Runtime) auxDB(ctx context.Context) (*leaseDB, error) {
 	rt.auxMu.Lock()
 	defer rt.auxMu.Unlock()
-	if rt.aux == nil && rt.auxErr == nil {
-		rt.aux, rt.auxErr = openLeaseDB(ctx, rt.dsn)
+	if rt.aux == nil {
+		db, err := openLeaseDB(ctx, rt.dsn)
+		if err != nil {
+			return nil, err // tried again at the next use
+		}
+		rt.aux = db
 	}
-	return rt.aux, rt.auxErr
+	return rt.aux, nil
 }
 
 // resumeExecutor re-enqueues the pending workflows that executor ex

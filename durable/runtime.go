@@ -155,9 +155,8 @@ type Runtime struct {
 	dsn    string
 	super  *supervisor
 
-	auxMu  sync.Mutex
-	aux    *leaseDB // see auxDB
-	auxErr error
+	auxMu sync.Mutex
+	aux   *leaseDB // see auxDB
 
 	cleanMu     sync.Mutex // see finished
 	cleanCh     chan string
@@ -180,7 +179,9 @@ type Runtime struct {
 // database migrated beforehand. A SQLite file that is not a database
 // ([ErrNotDatabase]), that belongs to another application
 // ([ErrForeignDatabase]), or whose schema is newer than this build's
-// ([ErrSchemaTooNew]) is refused untouched.
+// ([ErrSchemaTooNew]) is refused untouched. An in-memory SQLite database
+// ("sqlite::memory:") is refused: DBOS's connections would each see a
+// database of their own.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	cfg := config{appName: DefaultAppName, appVersion: DefaultAppVersion, executorID: DefaultExecutorID, poll: 100 * time.Millisecond, lease: DefaultLease}
 	for _, o := range opts {
@@ -195,10 +196,16 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	if dsn == "" {
 		dsn = DefaultDSN
 	}
-	if path, ok := sqlitePath(dsn); ok {
+	path, file := sqlitePath(dsn)
+	switch {
+	case file:
 		if err := checkSQLite(ctx, path); err != nil {
 			return nil, err
 		}
+	case strings.HasPrefix(dsn, "sqlite:"):
+		// DBOS opens several connections, and each would have a memory
+		// database of its own; and nothing could recover its runs.
+		return nil, fmt.Errorf("durable: %q names no file: an in-memory SQLite database does not work; give \"sqlite:PATH\"", dsn)
 	}
 	var dctx dbos.Context
 	var err error
@@ -665,9 +672,8 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		return runOutput{}, fmt.Errorf("durable: agent %q: %w", in.Agent, err)
 	}
 	opts = append(opts[:len(opts):len(opts)], harness.WithStepRunner(rt.runner))
-	if st := rt.Storage(); st != nil { // first: a factory's own storage wins
-		opts = append([]harness.Option{harness.WithStorage(st)}, opts...)
-	}
+	// First: a factory's own storage wins.
+	opts = append([]harness.Option{harness.WithStorage(rt.Storage())}, opts...)
 	var agent *harness.Agent
 	if in.Session != nil {
 		agent, err = harness.LoadSession(ctx, in.Session, opts...)
@@ -750,14 +756,9 @@ func (rt *Runtime) execution(ctx context.Context, runID string) int {
 }
 
 // mark writes the marker of a tool call about to start (leaseDB.mark).
-// Without the steps table (an in-memory database, which nothing
-// recovers) every call is fresh.
 func (rt *Runtime) mark(ctx context.Context, runID, key string) (time.Time, bool, error) {
 	db, err := rt.auxDB(ctx)
 	if err != nil {
-		if _, ok := sqlitePath(rt.dsn); !ok && strings.HasPrefix(rt.dsn, "sqlite:") {
-			return time.Now(), true, nil
-		}
 		return time.Time{}, false, err
 	}
 	return db.mark(ctx, runID, key)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/harnessx/harnessx/harness"
@@ -21,15 +20,8 @@ import (
 // (a factory's own [harness.WithStorage] wins); an agent built outside
 // the runtime may use it too. Each write is one statement, atomic. Writes
 // are not steps: a re-executed run writes again, as its hooks fire again,
-// so extensions should write idempotently. An in-memory SQLite database
-// has no such table: its runtime returns nil, and agents keep the file
-// store under their state directory.
-func (rt *Runtime) Storage() harness.StorageBackend {
-	if _, ok := sqlitePath(rt.dsn); !ok && strings.HasPrefix(rt.dsn, "sqlite:") {
-		return nil
-	}
-	return dbStorage{rt}
-}
+// so extensions should write idempotently.
+func (rt *Runtime) Storage() harness.StorageBackend { return dbStorage{rt} }
 
 // dbStorage is the runtime's harness.StorageBackend.
 type dbStorage struct{ rt *Runtime }

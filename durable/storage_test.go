@@ -106,3 +106,28 @@ func (storer) Install(ec *harness.ExtensionContext) error {
 	})
 	return err
 }
+
+// TestRuntimeTablesCreatedConcurrently: several processes opening a new
+// database at once each create the runtime's tables; on Postgres the
+// losers of that race fail on the catalog's unique index and must retry
+// rather than fail their Launch (as two workers did in CI).
+func TestRuntimeTablesCreatedConcurrently(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dir string) {
+		const n = 6
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				db, err := openLeaseDB(ctxT(t), fixtureDSN(dir))
+				if err == nil {
+					db.close()
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}
