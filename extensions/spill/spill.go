@@ -503,10 +503,7 @@ func (e *Extension) openIndexed(ctx context.Context, id string) (File, Meta, []i
 // trusted from then on, and checked at every later read as usual. It
 // returns nil, nil when there is nothing to adopt.
 func (e *Extension) adopt(ctx context.Context, id string) (*entry, error) {
-	e.mu.Lock()
-	lasting := e.cfg.store != nil || e.cfg.dir != ""
-	e.mu.Unlock()
-	if !lasting {
+	if e.cfg.store == nil && e.cfg.dir == "" { // the temporary default store
 		return nil, nil
 	}
 	st, dir, err := e.ensureStore()
