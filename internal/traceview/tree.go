@@ -1,6 +1,7 @@
 package traceview
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strconv"
@@ -29,7 +30,7 @@ func WriteTree(w io.Writer, run *Run, opts TreeOptions) error {
 	if opts.MaxValue <= 0 {
 		opts.MaxValue = 120
 	}
-	ew := &errWriter{w: w}
+	ew := bufio.NewWriter(w) // keeps the first write error; Flush returns it
 	sum := run.Summary
 	fmt.Fprintf(ew, "run %s  trace %s  %s  %s\n", oneLine(run.ID), run.TraceID, oneLine(sum.Status), stamp(sum.Start))
 	// The name column is as wide as the widest indented name.
@@ -62,7 +63,7 @@ func WriteTree(w io.Writer, run *Run, opts TreeOptions) error {
 			}
 		}
 	}
-	return ew.err
+	return ew.Flush()
 }
 
 // treePrefix returns the tree drawing in front of span i of run.
@@ -283,18 +284,4 @@ func oneLine(s string) string {
 		}
 		return r
 	}, s)
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
 }

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -298,7 +299,7 @@ func detail(e *flight.Event) string {
 
 // WriteText prints the timeline for people.
 func (tl *Timeline) WriteText(w io.Writer) error {
-	ew := &errWriter{w: w}
+	ew := bufio.NewWriter(w) // keeps the first write error; Flush returns it
 	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
 	p("bundle:    %s\n", tl.Bundle)
 	if tl.Verified {
@@ -374,7 +375,7 @@ func (tl *Timeline) WriteText(w io.Writer) error {
 	} else {
 		p("\nno failure recorded\n")
 	}
-	return ew.err
+	return ew.Flush()
 }
 
 // writeCosts prints a cost line per run.
@@ -409,18 +410,4 @@ func (tl *Timeline) WriteJSON(w io.Writer) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(tl)
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
 }
