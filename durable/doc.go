@@ -186,7 +186,7 @@
 // directory. A factory's own harness.WithStorage wins. Writes are not
 // steps: a re-executed run writes again, so extensions write idempotently.
 //
-// # Large results and extension state
+// # Large results
 //
 // A tool step records the result the model gets: with the spill extension
 // that is the envelope, not the content, which stays in the spill store.
@@ -195,25 +195,45 @@
 // result spilled by a crashed execution is then adopted by the next one's
 // read_result.
 //
-// A design choice, against the letter of the extension guide: the runtime
-// takes no engine snapshots of the session between steps (the guide has
-// OnSaveSession run for them, under harness.AsSnapshot, and OnLoadSession
-// on recovery). A run is rebuilt by replaying its recorded steps, which
-// restores the conversation exactly; what a snapshot would add is the
-// extensions' in-memory state, and it would cost an encoding of every
-// extension's state written with every step (spill's alone lists every
-// stored result), for extensions that mostly do not need it. Instead an
-// extension keeps what must outlive a crash in its storage
-// ([harness.ExtensionContext.Storage]), which lives in the runtime's
-// database, or rebuilds it, as spill does. OnLoadSession runs on recovery
-// for a run of a session ([WithSession]), with the session saved before
-// the run, and OnSaveSession when a session's run ends.
+// # Engine snapshots of extension state
+//
+// Replaying the recorded steps restores a run's conversation exactly, but
+// not what its extensions keep in memory (spill's index of stored results,
+// a counter, the servers an MCP extension enabled). So, as the extension
+// guide asks, after every model step and every group of tool calls the
+// runtime takes an engine snapshot: [harness.Agent.SaveExtensionState],
+// which calls each extension's OnSaveSession under [harness.AsSnapshot]
+// (a saver takes no ownership action for it: spill retains no file). The
+// snapshot is written to the runtime's snapshots table
+// ("harnessx.snapshots" on Postgres, "harnessx_snapshots" on SQLite), one
+// row per unfinished run, only when it differs from the last one written:
+// an agent without stateful extensions writes nothing, and a step that
+// changed no state costs the encoding and a comparison. A re-executed run
+// gives its last snapshot to [harness.Agent.LoadExtensionState] before it
+// replays (OnLoadSession runs, after the session's own load for a run of
+// a session), so extensions continue from the state of the last step
+// recorded before the crash; steps that did not finish run again with
+// their hooks, as always. The factory must install the same extensions
+// as when the run started: a snapshot naming an extension that is not
+// installed, or one that cannot load state, fails the recovered run with
+// an error that says so. A finished run's snapshot is deleted with its
+// markers. A snapshot that cannot be written is logged and tried again
+// after the next step.
+//
+// Per step, encoding costs what the extensions' states weigh: spill's
+// lists every stored result, so a run that spills thousands of results
+// encodes that list after every step (and writes it when it grew).
+//
+// With the snapshot, a result spilled to spill's default temporary
+// directory by a crashed process on the same host is found again by the
+// recovered run (read-only: the directory, which the crash left behind,
+// is not removed by anyone; give spill a lasting store with retention to
+// manage it). A result spilled by a crashed execution after its last
+// snapshot is still found by read_result when spill has a lasting store
+// of its own (spill.WithDir, spill.WithStore), which adopts it.
 //
 // # Not done
 //
-//   - Engine snapshots of extension state between steps, which the
-//     extension guide asks for (see Large results and extension state):
-//     left out by choice, not yet agreed.
 //   - The lease has no fencing of its own beyond DBOS's (see Several
 //     machines); a worker that returns after its runs moved and a
 //     supervisor resuming them at the same moment may, in a narrow

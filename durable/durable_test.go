@@ -237,6 +237,92 @@ func TestKillDuringParallelTools(t *testing.T) {
 	})
 }
 
+// TestRecoveredExtensionState kills a run mid tool after an earlier tool's
+// result was spilled to spill's default temporary store. The recovered
+// run's extensions start from the engine snapshot of the last recorded
+// step: the tally continues from 1 (not 0), and read_result finds the
+// result that the crashed process spilled, which no session lists and
+// which the temporary store would not adopt.
+func TestRecoveredExtensionState(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dir string) {
+		if _, killed := runChild(t, dir, "run", "spill", "sx", true); !killed {
+			t.Fatal("the child was not killed")
+		}
+		if c := counts(t, dir); c["tool big sx/tool/1/c1"] != 1 || c["tool bomb sx/tool/2/c2"] != 1 {
+			t.Fatalf("before recovery: %v", c)
+		}
+		rt := openFixture(t, dir, true)
+		res, err := rt.Wait(ctxT(t), "sx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != harness.StatusCompleted {
+			t.Fatalf("result %+v", res)
+		}
+		if !strings.Contains(res.Text, "c3=") || !strings.Contains(res.Text, "needle-1500") || !strings.HasSuffix(res.Text, "[ok]") {
+			t.Fatalf("read_result of the crashed execution's spilled result: %s", res.Text)
+		}
+		c := counts(t, dir)
+		if c["tool big sx/tool/1/c1"] != 1 {
+			t.Errorf("the spilling tool ran again: %v", c)
+		}
+		// Loaded once, with the state after step 1's tool (the bomb's
+		// call never ended); then the interrupted bomb and read_result.
+		if c["tally load n=1"] != 1 || c["tally end n=3"] != 1 {
+			t.Errorf("tally: %v", c)
+		}
+		if c["tally saved outside a snapshot"] != 0 {
+			t.Errorf("an engine snapshot was not marked harness.AsSnapshot: %v", c)
+		}
+		// The finished run's snapshot is deleted with its markers.
+		if err := rt.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		db, err := openLeaseDB(ctxT(t), fixtureDSN(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.close()
+		var n int
+		if err := db.db.QueryRowContext(ctxT(t), db.q("SELECT COUNT(*) FROM {P} WHERE run_id = 'sx'")).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("%d snapshot rows left for a finished run", n)
+		}
+	})
+}
+
+// TestRecoveredWithoutItsExtension recovers a run whose factory no longer
+// installs the extension of its snapshot: a clear error, not a silent loss.
+func TestRecoveredWithoutItsExtension(t *testing.T) {
+	dir := t.TempDir()
+	if _, killed := runChild(t, dir, "run", "spill", "sy", true); !killed {
+		t.Fatal("the child was not killed")
+	}
+	rt, err := Open(ctxT(t), fixtureDSN(dir), WithLogger(quietLogger()), WithPollInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	for _, a := range agents {
+		f := factory(dir, a)
+		if a == "spill" {
+			f = factory(dir, "safe") // the same tools, no extensions
+		}
+		if err := rt.Register(a, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rt.Launch(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rt.Wait(ctxT(t), "sy")
+	if err == nil || !strings.Contains(err.Error(), "restore its extension state") || !strings.Contains(err.Error(), `"spill"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestKillWhilePausedOnApproval(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dir string) {
 		out, killed := runChild(t, dir, "pause", "approve", "ra", false)

@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/harnessx/harnessx/extensions/spill"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
@@ -108,7 +111,7 @@ func results(req *harness.ModelRequest) string {
 }
 
 // agents are the fixture's agent names.
-var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "work"}
+var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "work", "spill"}
 
 func factory(dir, agent string) Factory {
 	return func(ctx context.Context) ([]harness.Option, error) {
@@ -129,6 +132,17 @@ func factory(dir, agent string) Factory {
 					return callMsg(harnesstest.Call("c1", "asker", map[string]any{})), nil
 				case "work":
 					return callMsg(harnesstest.Call("c1", "work", map[string]any{})), nil
+				case "spill":
+					return callMsg(harnesstest.Call("c1", "big", map[string]any{})), nil
+				}
+			}
+			if agent == "spill" {
+				switch req.Step {
+				case 2:
+					return callMsg(harnesstest.Call("c2", "bomb", map[string]any{})), nil
+				case 3: // read the result that step 1 spilled, by its id
+					id := spilledID(req.Messages)
+					return callMsg(harnesstest.Call("c3", spill.ToolName, map[string]any{"id": id, "op": "search", "pattern": "needle"})), nil
 				}
 			}
 			if agent == "model" {
@@ -175,6 +189,21 @@ func factory(dir, agent string) Factory {
 				count(dir, "out "+executor()+" "+harness.ExecutionKey(ctx))
 				return "work-ok", nil
 			}),
+			tool("big", harness.ReplaySafe, false, func(context.Context) (string, error) {
+				var b strings.Builder
+				for i := range 2000 {
+					if i == 1500 {
+						b.WriteString("needle-1500\n")
+						continue
+					}
+					fmt.Fprintf(&b, "line %d\n", i)
+				}
+				return b.String(), nil
+			}),
+			tool("bomb", harness.ReplayUnsafe, false, func(context.Context) (string, error) {
+				killOnce(dir, "bomb")
+				return "bomb-ok", nil
+			}),
 			tool("asker", harness.ReplaySafe, false, func(ctx context.Context) (string, error) {
 				a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "which?", Options: []string{"red", "blue"}})
 				if err != nil {
@@ -189,8 +218,75 @@ func factory(dir, agent string) Factory {
 			count(dir, fmt.Sprintf("start %s attempt=%d recovered=%v", ev.RunID, ev.Attempt, ev.Recovered))
 			return nil
 		}, harness.EventRunStart)
-		return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tools...), starts}, nil
+		opts := []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tools...), starts}
+		if agent == "spill" {
+			// The default temporary store, under dir: nothing but the
+			// engine snapshot tells a recovered run where its results are.
+			opts = append(opts, harness.WithExtensions(spill.New(spill.WithThreshold(1000), spill.WithTempParent(dir)), &tally{dir: dir}))
+		}
+		return opts, nil
 	}
+}
+
+// spilledID finds the id in the envelope of call c1's result.
+func spilledID(msgs []harness.Message) string {
+	for _, m := range msgs {
+		for _, p := range m.Content {
+			if r := p.ToolResult; r != nil && r.CallID == "c1" {
+				if m := regexp.MustCompile(`(?m)^id: (\S+)$`).FindStringSubmatch(r.Content); m != nil {
+					return m[1]
+				}
+			}
+		}
+	}
+	return "no-envelope"
+}
+
+// tally is an extension with state: it counts the tool calls that ended
+// in its agent, saves the count and logs what it loads and ends with.
+type tally struct {
+	dir string
+	mu  sync.Mutex
+	n   int
+}
+
+func (e *tally) Name() string { return "tally" }
+
+func (e *tally) Install(ec *harness.ExtensionContext) error {
+	_, err := ec.OnHook(harness.EventToolCallEnd, func(context.Context, *harness.Event) error {
+		e.mu.Lock()
+		e.n++
+		e.mu.Unlock()
+		return nil
+	})
+	return err
+}
+
+func (e *tally) OnSaveSession(ctx context.Context, _ *harness.ExtensionContext) (any, error) {
+	if !harness.IsSnapshot(ctx) {
+		count(e.dir, "tally saved outside a snapshot")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return map[string]int{"n": e.n}, nil
+}
+
+func (e *tally) OnLoadSession(_ context.Context, _ *harness.ExtensionContext, raw json.RawMessage) error {
+	var st struct{ N int }
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.n = st.N
+	e.mu.Unlock()
+	count(e.dir, fmt.Sprintf("tally load n=%d", st.N))
+	return nil
+}
+
+func (e *tally) OnTurnComplete(_ context.Context, _ *harness.ExtensionContext, _ *harness.RunResult) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	count(e.dir, fmt.Sprintf("tally end n=%d", e.n))
 }
 
 func quietLogger() *slog.Logger {

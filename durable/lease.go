@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -33,10 +34,13 @@ type leaseDB struct {
 	table    string // the workers' heartbeats
 	steps    string // the runs' executions and tool-call markers
 	kv       string // extension storage (storage.go)
+	snaps    string // the engine snapshots of extension state
 	postgres bool
 
 	// Prepared once: these run on every run and tool call.
 	execStmt, markStmt, startStmt, doneStmt *sql.Stmt
+	// The engine snapshots: written when extension state changed.
+	snapStmt, loadSnapStmt, doneSnapStmt *sql.Stmt
 }
 
 // nowMs is the database's clock in Unix milliseconds: every worker
@@ -55,6 +59,7 @@ func (l *leaseDB) q(query string) string {
 	query = strings.ReplaceAll(query, "{T}", l.table)
 	query = strings.ReplaceAll(query, "{S}", l.steps)
 	query = strings.ReplaceAll(query, "{KV}", l.kv)
+	query = strings.ReplaceAll(query, "{P}", l.snaps)
 	query = strings.ReplaceAll(query, "{NOW}", l.nowMs())
 	if !l.postgres {
 		query = numbered.ReplaceAllString(query, "?$1")
@@ -66,10 +71,10 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	l := &leaseDB{}
 	var err error
 	if path, ok := sqlitePath(dsn); ok {
-		l.table, l.steps, l.kv = "harnessx_workers", "harnessx_steps", "harnessx_storage"
+		l.table, l.steps, l.kv, l.snaps = "harnessx_workers", "harnessx_steps", "harnessx_storage", "harnessx_snapshots"
 		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	} else { // Open refuses SQLite DSNs without a file
-		l.table, l.steps, l.kv, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", true
+		l.table, l.steps, l.kv, l.snaps, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", "harnessx.snapshots", true
 		l.db, err = sql.Open("pgx", dsn)
 	}
 	if err != nil {
@@ -102,6 +107,11 @@ CREATE TABLE IF NOT EXISTS {KV} (
 	key       TEXT NOT NULL,
 	value     TEXT NOT NULL,
 	PRIMARY KEY (namespace, session, key)
+);
+CREATE TABLE IF NOT EXISTS {P} (
+	run_id   TEXT NOT NULL PRIMARY KEY,
+	step_key TEXT NOT NULL,
+	state    TEXT NOT NULL
 )`
 	for _, s := range strings.Split(l.q(stmts), ";\n") {
 		// Two workers creating the schema at once on Postgres: one may
@@ -132,6 +142,10 @@ ON CONFLICT (run_id, step_key) DO UPDATE SET n = s.n + 1 RETURNING n`},
 		{&l.markStmt, `INSERT INTO {S} (run_id, step_key, started_ms, n) VALUES ($1, $2, $3, 1) ON CONFLICT (run_id, step_key) DO NOTHING`},
 		{&l.startStmt, `SELECT started_ms FROM {S} WHERE run_id = $1 AND step_key = $2`},
 		{&l.doneStmt, `DELETE FROM {S} WHERE run_id = $1`},
+		{&l.snapStmt, `INSERT INTO {P} (run_id, step_key, state) VALUES ($1, $2, $3)
+ON CONFLICT (run_id) DO UPDATE SET step_key = excluded.step_key, state = excluded.state`},
+		{&l.loadSnapStmt, `SELECT state FROM {P} WHERE run_id = $1`},
+		{&l.doneSnapStmt, `DELETE FROM {P} WHERE run_id = $1`},
 	} {
 		if *p.stmt, err = l.db.PrepareContext(ctx, l.q(p.q)); err != nil {
 			l.db.Close()
@@ -142,7 +156,7 @@ ON CONFLICT (run_id, step_key) DO UPDATE SET n = s.n + 1 RETURNING n`},
 }
 
 func (l *leaseDB) close() {
-	for _, s := range []*sql.Stmt{l.execStmt, l.markStmt, l.startStmt, l.doneStmt} {
+	for _, s := range []*sql.Stmt{l.execStmt, l.markStmt, l.startStmt, l.doneStmt, l.snapStmt, l.loadSnapStmt, l.doneSnapStmt} {
 		if s != nil {
 			s.Close()
 		}
@@ -226,20 +240,42 @@ func (l *leaseDB) mark(ctx context.Context, runID, key string) (start time.Time,
 	return time.UnixMilli(ms).UTC(), false, nil
 }
 
-// done deletes the rows of finished runs, in one transaction.
+// done deletes the rows of finished runs, their snapshots included, in
+// one transaction.
 func (l *leaseDB) done(ctx context.Context, runIDs []string) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	st := tx.StmtContext(ctx, l.doneStmt)
+	steps, snaps := tx.StmtContext(ctx, l.doneStmt), tx.StmtContext(ctx, l.doneSnapStmt)
 	for _, id := range runIDs {
-		if _, err := st.ExecContext(ctx, id); err != nil {
+		if _, err := steps.ExecContext(ctx, id); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if _, err := snaps.ExecContext(ctx, id); err != nil {
 			tx.Rollback()
 			return err
 		}
 	}
 	return tx.Commit()
+}
+
+// saveSnapshot writes the run's engine snapshot, taken after the step
+// named key, over the one before.
+func (l *leaseDB) saveSnapshot(ctx context.Context, runID, key string, state []byte) error {
+	_, err := l.snapStmt.ExecContext(ctx, runID, key, string(state))
+	return err
+}
+
+// loadSnapshot reads the run's last engine snapshot; nil when it has none.
+func (l *leaseDB) loadSnapshot(ctx context.Context, runID string) ([]byte, error) {
+	var state string
+	err := l.loadSnapStmt.QueryRowContext(ctx, runID).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return []byte(state), err
 }
 
 // supervisor runs the heartbeat and the lease checks of a launched runtime.

@@ -26,27 +26,28 @@ var (
 	_ harness.Clock      = (*runner)(nil)
 )
 
-// workflowOf returns the run workflow's context ctx belongs to, nil
-// outside a durable run and inside a step (a subagent's run inside a tool
-// call then runs its steps directly, within its parent's step).
-func workflowOf(ctx context.Context) dbos.Context {
-	wf, _ := ctx.Value(wfKey{}).(dbos.Context)
-	return wf
+// runOf returns the durable run ctx belongs to, nil outside a durable run
+// and inside a step (a subagent's run inside a tool call then runs its
+// steps directly, within its parent's step).
+func runOf(ctx context.Context) *runState {
+	rs, _ := ctx.Value(wfKey{}).(*runState)
+	return rs
 }
 
 // inStep hides the workflow from what runs inside a step.
 func inStep(ctx context.Context) context.Context {
-	return context.WithValue(ctx, wfKey{}, nil)
+	return context.WithValue(ctx, wfKey{}, (*runState)(nil))
 }
 
 // Model runs the model request as a step: recorded once, replayed after.
+// The engine snapshot follows it.
 func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Context) (*harness.ModelResponse, error)) (*harness.ModelResponse, error) {
-	wf := workflowOf(ctx)
-	if wf == nil {
+	rs := runOf(ctx)
+	if rs == nil {
 		return fn(ctx)
 	}
 	inner := inStep(ctx)
-	return dbos.RunAsStep(wf, func(context.Context) (resp *harness.ModelResponse, err error) {
+	resp, err := dbos.RunAsStep(rs.wf, func(context.Context) (resp *harness.ModelResponse, err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				resp, err = nil, fmt.Errorf("durable: model step %s panicked: %v", s.Key, p)
@@ -54,6 +55,8 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 		}()
 		return fn(inner)
 	}, dbos.WithStepName(s.Key))
+	r.rt.snapshot(rs, s.Key)
+	return resp, err
 }
 
 type startKey struct{}
@@ -61,12 +64,14 @@ type startKey struct{}
 // Tools runs each call as a step, started in slice order; a group of
 // several runs its steps in parallel (dbos.Go). A call that an earlier
 // execution started but did not record was interrupted: a ReplaySafe call
-// runs again, a ReplayUnsafe one is reported interrupted.
+// runs again, a ReplayUnsafe one is reported interrupted. The engine
+// snapshot follows the group.
 func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx context.Context, i int) *harness.ToolResult) []*harness.ToolResult {
-	wf := workflowOf(ctx)
-	if wf == nil {
+	rs := runOf(ctx)
+	if rs == nil {
 		return harness.DirectRunner{}.Tools(ctx, steps, fn)
 	}
+	wf := rs.wf
 	inner := inStep(ctx)
 	out := make([]*harness.ToolResult, len(steps))
 	chans := make([]<-chan dbos.StepOutcome[*harness.ToolResult], len(steps))
@@ -116,6 +121,7 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 			out[i] = stepError(steps[i], o.Err)
 		}
 	}
+	r.rt.snapshot(rs, steps[len(steps)-1].Key)
 	return out
 }
 

@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -650,9 +651,19 @@ func (rt *Runtime) notify() {
 	rt.mu.Unlock()
 }
 
-// wfKey holds the run workflow's dbos.Context in the contexts the harness
-// hands to the runner; nil inside a step.
+// wfKey holds the run's *runState in the contexts the harness hands to
+// the runner; nil inside a step.
 type wfKey struct{}
+
+// runState is what the runner needs of the run it serves: the workflow,
+// and for the engine snapshots the agent and the last state written.
+type runState struct {
+	wf    dbos.Context
+	runID string
+	agent *harness.Agent
+	snap  context.Context // the run's context, marked harness.AsSnapshot
+	last  []byte          // the extension state last written or loaded
+}
 
 // runWorkflow is the durable run: it builds the agent, runs the turn,
 // parks on approvals, and returns the outcome with the session.
@@ -687,9 +698,14 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		return runOutput{}, fmt.Errorf("durable: build agent %q: %w", in.Agent, err)
 	}
 	defer agent.Close(context.WithoutCancel(ctx))
-	hctx := harness.ContextWithRunID(context.WithValue(ctx, wfKey{}, ctx), runID)
+	rs := &runState{wf: ctx, runID: runID, agent: agent}
+	hctx := harness.ContextWithRunID(context.WithValue(ctx, wfKey{}, rs), runID)
+	rs.snap = harness.AsSnapshot(hctx)
 	if n := rt.execution(ctx, runID); n > 1 {
 		hctx = harness.ContextRecovered(hctx, n)
+		if err := rt.restore(ctx, rs); err != nil {
+			return runOutput{}, err
+		}
 	}
 	res, err := agent.Run(hctx, in.Input)
 	for n := 1; res != nil && res.Status == harness.StatusPaused; n++ {
@@ -753,6 +769,51 @@ func (rt *Runtime) execution(ctx context.Context, runID string) int {
 		return 2
 	}
 	return n
+}
+
+// restore gives a re-executed run's extensions the state of its last
+// engine snapshot, before the run replays its recorded steps.
+func (rt *Runtime) restore(ctx context.Context, rs *runState) error {
+	db, err := rt.auxDB(ctx)
+	if err != nil {
+		return fmt.Errorf("durable: run %s: read its extension state: %w", rs.runID, err)
+	}
+	state, err := db.loadSnapshot(ctx, rs.runID)
+	if err != nil {
+		return fmt.Errorf("durable: run %s: read its extension state: %w", rs.runID, err)
+	}
+	if state == nil {
+		return nil
+	}
+	if err := rs.agent.LoadExtensionState(ctx, state); err != nil {
+		return fmt.Errorf("durable: run %s: restore its extension state (the factory must install the same extensions as when the run started): %w", rs.runID, err)
+	}
+	rs.last = state
+	return nil
+}
+
+// snapshot takes the engine snapshot of the run after the step named
+// key: the extensions' state (harness.Agent.SaveExtensionState, under
+// harness.AsSnapshot), written to the snapshots table when it differs from
+// the last one written. An agent without stateful extensions costs a
+// loop over its extensions. A failure is logged: the run's steps are
+// recorded apart, and the next step tries again.
+func (rt *Runtime) snapshot(rs *runState, key string) {
+	state, err := rs.agent.SaveExtensionState(rs.snap)
+	if err == nil && bytes.Equal(state, rs.last) {
+		return
+	}
+	if err == nil {
+		var db *leaseDB
+		if db, err = rt.auxDB(rs.snap); err == nil {
+			err = db.saveSnapshot(context.WithoutCancel(rs.snap), rs.runID, key, state)
+		}
+	}
+	if err != nil {
+		rt.cfg.logger.Warn("durable: cannot write the extension state of a run", "run_id", rs.runID, "step", key, "error", err)
+		return
+	}
+	rs.last = state
 }
 
 // mark writes the marker of a tool call about to start (leaseDB.mark).

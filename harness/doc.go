@@ -85,9 +85,15 @@
 //	OnTurnStart      start of Run; error fails the turn install order
 //	OnTurnEnd        successful finish; error fails it   install order
 //	OnTurnComplete   completed, failed or cancelled      reverse
-//	OnSaveSession    Agent.SaveSession                   install order
-//	OnLoadSession    LoadSession                         install order
+//	OnSaveSession    Agent.SaveSession, SaveExtensionState install order
+//	OnLoadSession    LoadSession, LoadExtensionState     install order
 //	Teardown         Agent.Close                         reverse
+//
+// As the guide says, OnSaveSession also serves engine snapshots and may
+// run many times in a turn: a durable runtime takes
+// [Agent.SaveExtensionState] after every step, under [AsSnapshot], and on
+// recovery gives the last one to [Agent.LoadExtensionState], so
+// OnLoadSession runs during recovery too. Neither is a one-time signal.
 //
 // # Portable extension features
 //
@@ -158,7 +164,8 @@
 //
 // [Agent.SaveSession] writes versioned JSON with the conversation, pending
 // approvals and extension states; [LoadSession] rebuilds an agent from
-// options and restores it. Each model request carries a [PrefixKey]: a
+// options and restores it. [Agent.SaveExtensionState] and
+// [Agent.LoadExtensionState] move the extension states alone. Each model request carries a [PrefixKey]: a
 // SHA-256 of the model, the tool definitions, the system prompt and the
 // stable message prefix, with per-part hashes and the list of parts that
 // changed since the previous request, so a broken prompt cache can be

@@ -54,25 +54,11 @@ func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
 	if d.Messages == nil {
 		d.Messages = []Message{}
 	}
-	for _, ec := range a.exts {
-		sv, ok := ec.ext.(SessionSaver)
-		if !ok {
-			continue
-		}
-		var state any
-		err := safeCall(func() (err error) { state, err = sv.OnSaveSession(ctx, ec); return err })
-		if err != nil {
-			return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q", ec.name), Err: err}
-		}
-		raw, err := json.Marshal(state)
-		if err != nil {
-			return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q: state is not JSON-compatible", ec.name), Err: err}
-		}
-		if d.Extensions == nil {
-			d.Extensions = map[string]json.RawMessage{}
-		}
-		d.Extensions[ec.name] = raw
+	exts, err := a.saveExtensions(ctx)
+	if err != nil {
+		return nil, err
 	}
+	d.Extensions = exts
 	b, err := json.Marshal(d)
 	if err != nil {
 		return nil, &SessionError{Op: "save", Reason: "encoding", Err: err}
@@ -101,24 +87,8 @@ func LoadSession(ctx context.Context, data []byte, opts ...Option) (*Agent, erro
 	fail := func(err error) (*Agent, error) {
 		return nil, errors.Join(err, a.Close(ctx))
 	}
-	for name := range d.Extensions {
-		i := slices.IndexFunc(a.exts, func(ec *ExtensionContext) bool { return ec.name == name })
-		if i < 0 {
-			return fail(&SessionError{Op: "load", Reason: fmt.Sprintf("the session has state for extension %q, which is not installed", name)})
-		}
-		if _, ok := a.exts[i].ext.(SessionLoader); !ok {
-			return fail(&SessionError{Op: "load", Reason: fmt.Sprintf("the session has state for extension %q, which cannot load state (no OnLoadSession)", name)})
-		}
-	}
-	for _, ec := range a.exts {
-		state, ok := d.Extensions[ec.name]
-		if !ok {
-			continue
-		}
-		ld := ec.ext.(SessionLoader)
-		if err := safeCall(func() error { return ld.OnLoadSession(ctx, ec, state) }); err != nil {
-			return fail(&SessionError{Op: "load", Reason: fmt.Sprintf("extension %q", ec.name), Err: err})
-		}
+	if err := a.loadExtensions(ctx, d.Extensions); err != nil {
+		return fail(err)
 	}
 	a.messages = d.Messages
 	a.pending = d.Pending
@@ -131,6 +101,112 @@ func LoadSession(ctx context.Context, data []byte, opts ...Option) (*Agent, erro
 	}
 	a.sessionStarted(ctx, true)
 	return a, nil
+}
+
+// SaveExtensionState returns the state of each installed extension that
+// implements [SessionSaver], as [Agent.SaveSession] saves it: a JSON object
+// from the extension's name to its state. It is nil, and costs nothing,
+// when no extension saves state. A durable runtime takes it between the
+// steps of a run under [AsSnapshot] (an engine snapshot), and gives it to
+// [Agent.LoadExtensionState] when it executes the run again after a crash,
+// so that extensions continue from the state of the last recorded step.
+// Like SaveSession it does not wait for a running turn.
+func (a *Agent) SaveExtensionState(ctx context.Context) (json.RawMessage, error) {
+	if a.closed.Load() {
+		return nil, ErrClosed
+	}
+	exts, err := a.saveExtensions(ctx)
+	if err != nil || exts == nil {
+		return nil, err
+	}
+	b, err := json.Marshal(exts)
+	if err != nil {
+		return nil, &SessionError{Op: "save", Reason: "encoding", Err: err}
+	}
+	return b, nil
+}
+
+// LoadExtensionState gives the extensions the states of a
+// [Agent.SaveExtensionState], through [SessionLoader] in install order.
+// Every named extension must be installed and able to load state, which
+// is checked before any loads: an error names the extension and loads
+// nothing. Malformed JSON is an error. The conversation, the pending
+// approvals and the activated tools are not part of it and do not change.
+func (a *Agent) LoadExtensionState(ctx context.Context, state json.RawMessage) error {
+	if a.closed.Load() {
+		return ErrClosed
+	}
+	var exts map[string]json.RawMessage
+	if err := json.Unmarshal(state, &exts); err != nil {
+		return &SessionError{Op: "load", Reason: "extension state is not a JSON object", Err: err}
+	}
+	if err := checkExtensionStates(exts); err != nil {
+		return &SessionError{Op: "load", Reason: err.Error()}
+	}
+	return a.loadExtensions(ctx, exts)
+}
+
+// saveExtensions collects the savers' states; nil when there are none.
+func (a *Agent) saveExtensions(ctx context.Context) (map[string]json.RawMessage, error) {
+	var exts map[string]json.RawMessage
+	for _, ec := range a.exts {
+		sv, ok := ec.ext.(SessionSaver)
+		if !ok {
+			continue
+		}
+		var state any
+		err := safeCall(func() (err error) { state, err = sv.OnSaveSession(ctx, ec); return err })
+		if err != nil {
+			return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q", ec.name), Err: err}
+		}
+		raw, err := json.Marshal(state)
+		if err != nil {
+			return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q: state is not JSON-compatible", ec.name), Err: err}
+		}
+		if exts == nil {
+			exts = map[string]json.RawMessage{}
+		}
+		exts[ec.name] = raw
+	}
+	return exts, nil
+}
+
+// loadExtensions checks that every state has an installed loader, then
+// loads them in install order.
+func (a *Agent) loadExtensions(ctx context.Context, exts map[string]json.RawMessage) error {
+	for name := range exts {
+		i := slices.IndexFunc(a.exts, func(ec *ExtensionContext) bool { return ec.name == name })
+		if i < 0 {
+			return &SessionError{Op: "load", Reason: fmt.Sprintf("saved state for extension %q, which is not installed", name)}
+		}
+		if _, ok := a.exts[i].ext.(SessionLoader); !ok {
+			return &SessionError{Op: "load", Reason: fmt.Sprintf("saved state for extension %q, which cannot load state (no OnLoadSession)", name)}
+		}
+	}
+	for _, ec := range a.exts {
+		state, ok := exts[ec.name]
+		if !ok {
+			continue
+		}
+		ld := ec.ext.(SessionLoader)
+		if err := safeCall(func() error { return ld.OnLoadSession(ctx, ec, state) }); err != nil {
+			return &SessionError{Op: "load", Reason: fmt.Sprintf("extension %q", ec.name), Err: err}
+		}
+	}
+	return nil
+}
+
+// checkExtensionStates checks the names and JSON of extension states.
+func checkExtensionStates(exts map[string]json.RawMessage) error {
+	for name, raw := range exts {
+		if name == "" {
+			return errors.New("extension state under an empty name")
+		}
+		if !json.Valid(raw) {
+			return fmt.Errorf("extension %q: invalid JSON", name)
+		}
+	}
+	return nil
 }
 
 // decodeSession parses and checks a saved session.
@@ -180,13 +256,8 @@ func decodeSession(data []byte) (*sessionData, error) {
 			return nil, loadErr("active_tools: an empty tool name", nil)
 		}
 	}
-	for name, raw := range d.Extensions {
-		if name == "" {
-			return nil, loadErr("extension state under an empty name", nil)
-		}
-		if !json.Valid(raw) {
-			return nil, loadErr(fmt.Sprintf("extension %q: invalid JSON", name), nil)
-		}
+	if err := checkExtensionStates(d.Extensions); err != nil {
+		return nil, loadErr(err.Error(), nil)
 	}
 	return &d, nil
 }

@@ -181,3 +181,63 @@ func FuzzLoadSession(f *testing.F) {
 		}
 	})
 }
+
+func TestExtensionState(t *testing.T) {
+	ctx := context.Background()
+	log := &orderLog{}
+	src := &lifecycleExt{name: "counter", log: log, state: 7}
+	a := newAgent(t, ht.NewScriptedProvider(ht.Reply("x")), harness.WithExtensions(src))
+	a.Run(ctx, "hi")
+	state, err := a.SaveExtensionState(harness.AsSnapshot(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(state) != `{"counter":{"count":7,"version":1}}` {
+		t.Fatalf("state = %s", state)
+	}
+
+	// Into another agent: the state moves, the conversation does not.
+	dst := &lifecycleExt{name: "counter", log: &orderLog{}}
+	b := newAgent(t, ht.NewScriptedProvider(), harness.WithExtensions(dst))
+	if err := b.LoadExtensionState(ctx, state); err != nil {
+		t.Fatal(err)
+	}
+	if dst.state != 7 {
+		t.Fatalf("loaded count = %d, want 7", dst.state)
+	}
+	if n := len(b.Messages()); n != 0 {
+		t.Fatalf("loading extension state changed the conversation: %d messages", n)
+	}
+
+	// Nothing to save: nil, no error.
+	plain := newAgent(t, ht.NewScriptedProvider())
+	if st, err := plain.SaveExtensionState(ctx); err != nil || st != nil {
+		t.Fatalf("no savers: %s, %v", st, err)
+	}
+
+	// Bad input loads nothing and names the problem.
+	other := &lifecycleExt{name: "other", log: &orderLog{}, state: 3}
+	c := newAgent(t, ht.NewScriptedProvider(), harness.WithExtensions(other))
+	for _, tc := range []struct{ state, want string }{
+		{`{"counter":{"version":1,"count":1}}`, `"counter", which is not installed`},
+		{`{"other":{"version":1,"count":-1}}`, "invalid state"},
+		{`{"":{}}`, "empty name"},
+		{`[1]`, "not a JSON object"},
+		{`{"other":`, "not a JSON object"},
+	} {
+		err := c.LoadExtensionState(ctx, json.RawMessage(tc.state))
+		if !errors.Is(err, harness.ErrSession) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("load %s: err = %v, want %q", tc.state, err, tc.want)
+		}
+		if other.state != 3 {
+			t.Fatalf("load %s changed the state to %d", tc.state, other.state)
+		}
+	}
+	c.Close(ctx)
+	if _, err := c.SaveExtensionState(ctx); !errors.Is(err, harness.ErrClosed) {
+		t.Fatalf("save after Close: %v", err)
+	}
+	if err := c.LoadExtensionState(ctx, state); !errors.Is(err, harness.ErrClosed) {
+		t.Fatalf("load after Close: %v", err)
+	}
+}
