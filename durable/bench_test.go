@@ -2,8 +2,10 @@ package durable
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +20,10 @@ import (
 // and the provider are built once, as the package doc advises (a tool's
 // schema is inferred and compiled when it is made); the factory builds
 // only the agent's options.
-func benchFactory() Factory {
+func benchFactory() Factory { return benchFactoryWith(nil) }
+
+// benchFactoryWith adds the extensions that newExts makes for each run.
+func benchFactoryWith(newExts func() []harness.Extension) Factory {
 	type in struct{}
 	tool := harness.MustTool(harness.NewTool("noop", "noop", func(context.Context, in) (string, error) { return "ok", nil }))
 	provider := harness.ProviderFunc(func(_ context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
@@ -28,8 +33,31 @@ func benchFactory() Factory {
 		return reply("done"), nil
 	})
 	return func(ctx context.Context) ([]harness.Option, error) {
-		return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tool)}, nil
+		opts := []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tool)}
+		if newExts != nil {
+			opts = append(opts, harness.WithExtensions(newExts()...))
+		}
+		return opts, nil
 	}
+}
+
+// counterExt is an extension with state that every tool call changes:
+// each run writes one engine snapshot.
+type counterExt struct{ n atomic.Int64 }
+
+func (e *counterExt) Name() string { return "counter" }
+func (e *counterExt) Install(ec *harness.ExtensionContext) error {
+	_, err := ec.OnHook(harness.EventToolCallEnd, func(context.Context, *harness.Event) error { e.n.Add(1); return nil })
+	return err
+}
+func (e *counterExt) OnSaveSession(context.Context, *harness.ExtensionContext) (any, error) {
+	return e.n.Load(), nil
+}
+func (e *counterExt) OnLoadSession(_ context.Context, _ *harness.ExtensionContext, raw json.RawMessage) error {
+	var n int64
+	err := json.Unmarshal(raw, &n)
+	e.n.Store(n)
+	return err
 }
 
 // benchDSN is a fresh database of the backend for a benchmark.
@@ -47,18 +75,28 @@ func benchDSN(b *testing.B, backend string) string {
 // with BenchmarkDBOSFloor.
 func BenchmarkDurableRun(b *testing.B) {
 	for _, backend := range backends {
-		b.Run(backend, func(b *testing.B) { benchDurableRun(b, benchDSN(b, backend)) })
+		b.Run(backend, func(b *testing.B) { benchDurableRun(b, benchDSN(b, backend), benchFactory()) })
 	}
 }
 
-func benchDurableRun(b *testing.B, dsn string) {
+// BenchmarkDurableRunWithState is BenchmarkDurableRun with an extension
+// whose state the tool call changes: the engine snapshots encode it after
+// each of the three steps and write it once.
+func BenchmarkDurableRunWithState(b *testing.B) {
+	f := benchFactoryWith(func() []harness.Extension { return []harness.Extension{&counterExt{}} })
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) { benchDurableRun(b, benchDSN(b, backend), f) })
+	}
+}
+
+func benchDurableRun(b *testing.B, dsn string, f Factory) {
 	ctx := context.Background()
 	rt, err := Open(ctx, dsn, WithLogger(quietLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rt.Close(ctx)
-	if err := rt.Register("bench", benchFactory()); err != nil {
+	if err := rt.Register("bench", f); err != nil {
 		b.Fatal(err)
 	}
 	if err := rt.Launch(ctx); err != nil {

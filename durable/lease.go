@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -240,20 +241,27 @@ func (l *leaseDB) mark(ctx context.Context, runID, key string) (start time.Time,
 	return time.UnixMilli(ms).UTC(), false, nil
 }
 
-// done deletes the rows of finished runs, their snapshots included, in
-// one transaction.
-func (l *leaseDB) done(ctx context.Context, runIDs []string) error {
+// done deletes the rows of finished runs, and the snapshots of those that
+// have one, in one transaction.
+func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	steps, snaps := tx.StmtContext(ctx, l.doneStmt), tx.StmtContext(ctx, l.doneSnapStmt)
-	for _, id := range runIDs {
-		if _, err := steps.ExecContext(ctx, id); err != nil {
+	steps := tx.StmtContext(ctx, l.doneStmt)
+	var snaps *sql.Stmt
+	if slices.ContainsFunc(runs, func(r finishedRun) bool { return r.snap }) {
+		snaps = tx.StmtContext(ctx, l.doneSnapStmt)
+	}
+	for _, r := range runs {
+		if _, err := steps.ExecContext(ctx, r.id); err != nil {
 			tx.Rollback()
 			return err
 		}
-		if _, err := snaps.ExecContext(ctx, id); err != nil {
+		if !r.snap {
+			continue
+		}
+		if _, err := snaps.ExecContext(ctx, r.id); err != nil {
 			tx.Rollback()
 			return err
 		}

@@ -160,7 +160,7 @@ type Runtime struct {
 	aux   *leaseDB // see auxDB
 
 	cleanMu     sync.Mutex // see finished
-	cleanCh     chan string
+	cleanCh     chan finishedRun
 	cleanDone   chan struct{}
 	cleanClosed bool
 
@@ -737,7 +737,7 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		out.Session = data
 	}
 	if ctx.Err() == nil { // a run stopped by Close stays pending, its markers needed
-		rt.finished(runID)
+		rt.finished(finishedRun{runID, rs.last != nil})
 	}
 	return out, nil
 }
@@ -829,37 +829,44 @@ func (rt *Runtime) mark(ctx context.Context, runID, key string) (time.Time, bool
 // table. A background cleaner deletes them in batches, off the run's
 // path; rows a crash leaves behind are never read again (a finished run
 // does not execute again) and only take room.
-func (rt *Runtime) finished(runID string) {
+func (rt *Runtime) finished(run finishedRun) {
 	rt.cleanMu.Lock()
 	defer rt.cleanMu.Unlock()
 	if rt.cleanClosed {
 		return
 	}
 	if rt.cleanCh == nil {
-		rt.cleanCh = make(chan string, 1024)
+		rt.cleanCh = make(chan finishedRun, 1024)
 		rt.cleanDone = make(chan struct{})
 		go rt.cleaner(rt.cleanCh)
 	}
 	select {
-	case rt.cleanCh <- runID:
+	case rt.cleanCh <- run:
 	default: // the cleaner is behind: leave these rows
 	}
 }
 
+// finishedRun names a finished run whose rows the cleaner deletes; snap
+// says whether it has an engine snapshot (it wrote or loaded one).
+type finishedRun struct {
+	id   string
+	snap bool
+}
+
 // cleaner deletes the rows of finished runs until Close closes cleanCh.
-func (rt *Runtime) cleaner(ch <-chan string) {
+func (rt *Runtime) cleaner(ch <-chan finishedRun) {
 	defer close(rt.cleanDone)
 	ctx := context.Background()
-	for id := range ch {
-		batch := []string{id}
+	for run := range ch {
+		batch := []finishedRun{run}
 	more:
 		for len(batch) < 256 {
 			select {
-			case id, ok := <-ch:
+			case run, ok := <-ch:
 				if !ok {
 					break more
 				}
-				batch = append(batch, id)
+				batch = append(batch, run)
 			default:
 				break more
 			}
