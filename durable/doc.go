@@ -55,7 +55,8 @@
 // not Launch at all: Resume, Reply, Pending and Wait work without it, and
 // a launched process with another's ID would run that one's runs too. A
 // dead worker whose ID never returns leaves its runs pending until the
-// lease moves them (next section). The version is pinned, unlike DBOS's
+// lease moves them (next section), or until any process moves one with
+// [Runtime.Resume] and no decisions. The version is pinned, unlike DBOS's
 // default (a hash of the binary, which strands every pending run after a
 // rebuild); bump it when a change makes recorded runs replay differently:
 // workers dequeue and resume only runs of their own version.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -182,6 +183,94 @@ func TestKillMidSafeTool(t *testing.T) {
 			t.Fatalf("result %+v", res)
 		}
 		if c := counts(t, dir); c["model 1"] != 1 || c["tool safe rs/tool/1/c1"] != 2 || c["model 2"] != 1 {
+			t.Fatalf("counters %v", c)
+		}
+	})
+}
+
+// TestResumeCrashedRunFromAnotherProcess kills a run's process; a process
+// with another executor ID, whose Launch does not recover that run,
+// recovers it with Resume(runID).
+func TestResumeCrashedRunFromAnotherProcess(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dir string) {
+		if _, killed := runChild(t, dir, "run", "safe", "rr", true); !killed {
+			t.Fatal("the child was not killed")
+		}
+		rt := openFixture(t, dir, true, WithExecutorID("other"))
+		time.Sleep(300 * time.Millisecond) // Launch recovered nothing of "local"
+		if c := counts(t, dir); c["tool safe rr/tool/1/c1"] != 1 || c["model 2"] != 0 {
+			t.Fatalf("the run moved before Resume: %v", c)
+		}
+		res, err := rt.Resume(ctxT(t), "rr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != harness.StatusCompleted || res.Text != "done: c1=safe-ok[ok]" {
+			t.Fatalf("result %+v", res)
+		}
+		c := counts(t, dir)
+		if c["model 1"] != 1 || c["tool safe rr/tool/1/c1"] != 2 || c["model 2"] != 1 || c["start rr attempt=2 recovered=true"] != 1 {
+			t.Fatalf("counters %v", c)
+		}
+		if _, err := rt.Resume(ctxT(t), "rr"); !errors.Is(err, ErrNotPaused) || !strings.Contains(err.Error(), "success") {
+			t.Fatalf("resume a finished run: %v", err)
+		}
+		if _, err := rt.Resume(ctxT(t), "nobody"); !errors.Is(err, ErrUnknownRun) {
+			t.Fatalf("resume an unknown run: %v", err)
+		}
+	})
+}
+
+// TestResumeRunParkedOnAskFromAnotherProcess kills a process whose run
+// waits on a question; another process resumes the run, whose question
+// moves with it, and answers it.
+func TestResumeRunParkedOnAskFromAnotherProcess(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dir string) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envChild+"=run", envDir+"="+dir, envAgent+"=ask", envRun+"=rk")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waited := false
+		defer func() {
+			if !waited {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}()
+		rt := openFixture(t, dir, true, WithExecutorID("other"))
+		ctx := ctxT(t)
+		for {
+			p, err := rt.Pending(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Asks) == 1 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = cmd.Process.Kill() // SIGKILL while parked
+		_ = cmd.Wait()
+		waited = true
+
+		type result struct {
+			res *harness.RunResult
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := rt.Resume(ctx, "rk")
+			done <- result{res, err}
+		}()
+		if err := rt.Reply(ctx, "rk", "rk/tool/1/c1/ask/1", harness.Answer{Choice: "red"}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil || r.res.Text != "done: c1=chose red[ok]" {
+			t.Fatalf("%+v %v", r.res, r.err)
+		}
+		if c := counts(t, dir); c["tool asker rk/tool/1/c1"] != 2 || c["start rk attempt=2 recovered=true"] != 1 {
 			t.Fatalf("counters %v", c)
 		}
 	})

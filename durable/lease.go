@@ -389,9 +389,19 @@ func (rt *Runtime) resumeExecutor(ex string) (int, error) {
 			parked = append(parked, w.ID)
 		}
 	}
+	if err := rt.resumeWorkflows(runs, parked); err != nil {
+		return 0, err
+	}
+	return len(runs) + len(parked), nil
+}
+
+// resumeWorkflows re-enqueues runs on the runtime's queue (DBOS's internal
+// one without a queue) and parked questions and approvals on DBOS's
+// internal queue, where they wait without taking a worker's slot.
+func (rt *Runtime) resumeWorkflows(runs, parked []string) error {
 	if len(parked) > 0 {
 		if _, err := dbos.ResumeWorkflows[any](rt.dctx, parked); err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if len(runs) > 0 {
@@ -400,8 +410,8 @@ func (rt *Runtime) resumeExecutor(ex string) (int, error) {
 			opts = append(opts, dbos.WithResumeQueue(rt.queue))
 		}
 		if _, err := dbos.ResumeWorkflows[any](rt.dctx, runs, opts...); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return len(runs) + len(parked), nil
+	return nil
 }

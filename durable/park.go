@@ -117,15 +117,28 @@ func (rt *Runtime) openApproval(runID string) (*approvalInput, error) {
 	return &in, nil
 }
 
-// Resume continues a run paused on approvals with a decision for every
-// pending approval, from any process on the database, and waits, as
-// [Runtime.Run] does, until the run finishes or pauses again. The
-// decisions are checked first: one per pending approval
-// ([ErrInvalidDecision] otherwise, and nothing is sent). A run that does
-// not wait for approvals is [ErrNotPaused]; an unknown one
-// [ErrUnknownRun]. Resume returns only once a launched runtime took the
-// decisions; cancelling ctx stops the wait, and the decisions stay sent
-// (a second Resume with the same decisions is harmless).
+// Resume continues a run from any process on the database, and waits, as
+// [Runtime.Run] does, until the run finishes or pauses again.
+//
+// With decisions it continues a run paused on approvals: one decision for
+// every pending approval, checked first ([ErrInvalidDecision] otherwise,
+// and nothing is sent). Resume returns only once a launched runtime took
+// the decisions; cancelling ctx stops the wait, and the decisions stay
+// sent (a second Resume with the same decisions is harmless).
+//
+// Without decisions it recovers a run whose process stopped: an
+// unfinished run that is not paused on approvals is moved, with its
+// parked questions, to the runtime's queue (DBOS's internal one without
+// [WithQueue]), and a launched runtime of the same application version
+// — this one, or any worker — continues it from its last recorded step,
+// as Launch recovers its own runs. It is for a run whose executor does
+// not come back (without a lease, or before it expires); a run that is
+// still running elsewhere is fenced by DBOS: its old execution's next
+// step fails and the recovered one records the run. A run already waiting
+// in a queue is only waited for.
+//
+// A finished run, or a run not paused on approvals given decisions, is
+// [ErrNotPaused]; an unknown run [ErrUnknownRun].
 func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harness.Decision) (*harness.RunResult, error) {
 	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
 		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
@@ -140,6 +153,17 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 		return nil, err
 	}
 	if ap == nil {
+		if len(decisions) == 0 {
+			switch ws[0].Status {
+			case dbos.WorkflowStatusEnqueued:
+				return rt.Wait(ctx, runID)
+			case dbos.WorkflowStatusPending:
+				if err := rt.recoverRun(runID); err != nil {
+					return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
+				}
+				return rt.Wait(ctx, runID)
+			}
+		}
 		return nil, fmt.Errorf("%w: run %s is %s", ErrNotPaused, runID, strings.ToLower(string(ws[0].Status)))
 	}
 	if err := checkDecisions(ap.Paused.Pending, decisions); err != nil {
@@ -166,6 +190,26 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 		}
 	}
 	return rt.Wait(ctx, runID)
+}
+
+// recoverRun re-enqueues a pending run and its pending questions and
+// approvals ("<run>/…"), as the lease does for a dead worker's runs.
+func (rt *Runtime) recoverRun(runID string) error {
+	children, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDPrefix(runID+"/"), dbos.WithFilterStatus(dbos.WorkflowStatusPending),
+		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return err
+	}
+	var parked []string
+	for _, w := range children {
+		// Only this run's own: "<run>/ask/…", "<run>/approval/…"; a run
+		// named "<run>/…" is another run, with its own questions.
+		rest := strings.TrimPrefix(w.ID, runID+"/")
+		if w.Name != runWorkflowName && (strings.HasPrefix(rest, "ask/") || strings.HasPrefix(rest, "approval/")) {
+			parked = append(parked, w.ID)
+		}
+	}
+	return rt.resumeWorkflows([]string{runID}, parked)
 }
 
 func checkDecisions(pending []harness.ApprovalRequest, ds []harness.Decision) error {
