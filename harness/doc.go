@@ -80,14 +80,14 @@
 // any install; a failed install rolls back that extension's registrations.
 // The lifecycle follows the harnessx extension guide:
 //
-//	callback         when                               order
-//	Install          during New                         install order
-//	OnTurnStart      start of Run; error fails the turn install order
-//	OnTurnEnd        successful finish; error fails it   install order
-//	OnTurnComplete   completed, failed or cancelled      reverse
-//	OnSaveSession    Agent.SaveSession, SaveExtensionState install order
-//	OnLoadSession    LoadSession, LoadExtensionState     install order
-//	Teardown         Agent.Close                         reverse
+//	callback         when                                   order
+//	Install          during New                             install order
+//	OnTurnStart      start of Run; error fails the turn     install order
+//	OnTurnEnd        successful finish; error fails it      install order
+//	OnTurnComplete   completed, failed or cancelled         reverse
+//	OnSaveSession    Agent.SaveSession, SaveExtensionState  install order
+//	OnLoadSession    LoadSession, LoadExtensionState        install order
+//	Teardown         Agent.Close                            reverse
 //
 // As the guide says, OnSaveSession also serves engine snapshots and may
 // run many times in a turn: a durable runtime takes
