@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -166,6 +167,11 @@ type Agent struct {
 	snap  atomic.Pointer[snapshot]
 
 	exts []*ExtensionContext // in install order
+
+	// snapMu serializes snapshots of extension state (SaveExtensionState
+	// under AsSnapshot), which reuse encodings; snapOut is the last one.
+	snapMu  sync.Mutex
+	snapOut json.RawMessage
 
 	stateMu sync.Mutex
 	state   map[string]any

@@ -62,6 +62,17 @@ type SessionSaver interface {
 	OnSaveSession(ctx context.Context, ec *ExtensionContext) (any, error)
 }
 
+// StateVersioner is implemented by a [SessionSaver] whose state changes
+// rarely and costs much to encode (a list of every stored result): it
+// returns a number that changes whenever the state OnSaveSession would
+// return changes. [Agent.SaveExtensionState] then reuses the state it
+// encoded last, without calling OnSaveSession, for a snapshot
+// ([AsSnapshot]) taken while the number stays the same; a save that is not
+// a snapshot always calls OnSaveSession.
+type StateVersioner interface {
+	StateVersion() uint64
+}
+
 // SessionLoader restores the state saved under the extension's name by
 // [LoadSession], in install order. Validate its version and shape.
 type SessionLoader interface {
@@ -84,6 +95,11 @@ type ExtensionContext struct {
 	ext     Extension
 	name    string
 	handles []*Handle // guarded by agent.regMu
+
+	// snapVer and snapRaw are the state SaveExtensionState encoded last
+	// for a snapshot and its StateVersion; guarded by Agent.snapMu.
+	snapVer uint64
+	snapRaw json.RawMessage
 
 	mu         sync.Mutex
 	installing bool                // Install is running

@@ -111,14 +111,71 @@ func LoadSession(ctx context.Context, data []byte, opts ...Option) (*Agent, erro
 // [Agent.LoadExtensionState] when it executes the run again after a crash,
 // so that extensions continue from the state of the last recorded step.
 // Like SaveSession it does not wait for a running turn.
+//
+// For a snapshot, an extension that implements [StateVersioner] is not
+// asked again while its version stays the same: its last encoded state
+// is reused, and when no extension changed the result is the previous
+// snapshot's slice itself. Treat the result as read-only.
 func (a *Agent) SaveExtensionState(ctx context.Context) (json.RawMessage, error) {
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
-	exts, err := a.saveExtensions(ctx)
-	if err != nil || exts == nil {
+	if !IsSnapshot(ctx) {
+		exts, err := a.saveExtensions(ctx)
+		if err != nil || exts == nil {
+			return nil, err
+		}
+		return encodeExtensionStates(exts)
+	}
+	a.snapMu.Lock()
+	defer a.snapMu.Unlock()
+	var exts map[string]json.RawMessage
+	changed := a.snapOut == nil
+	for _, ec := range a.exts {
+		sv, ok := ec.ext.(SessionSaver)
+		if !ok {
+			continue
+		}
+		if exts == nil {
+			exts = map[string]json.RawMessage{}
+		}
+		vs, versioned := ec.ext.(StateVersioner)
+		var ver uint64
+		if versioned {
+			// Read before saving: a change while OnSaveSession runs moves
+			// the version past ver, and the next snapshot saves again.
+			ver = vs.StateVersion()
+			if ec.snapRaw != nil && ec.snapVer == ver {
+				exts[ec.name] = ec.snapRaw
+				continue
+			}
+		}
+		raw, err := saveExtension(ctx, ec, sv)
+		if err != nil {
+			return nil, err
+		}
+		exts[ec.name] = raw
+		changed = true
+		if versioned {
+			ec.snapVer, ec.snapRaw = ver, raw
+		}
+	}
+	if exts == nil {
+		return nil, nil
+	}
+	if !changed {
+		return a.snapOut, nil
+	}
+	out, err := encodeExtensionStates(exts)
+	if err != nil {
 		return nil, err
 	}
+	a.snapOut = out
+	return out, nil
+}
+
+// encodeExtensionStates encodes the states of SaveExtensionState.
+func encodeExtensionStates(exts map[string]json.RawMessage) (json.RawMessage, error) {
 	b, err := json.Marshal(exts)
 	if err != nil {
 		return nil, &SessionError{Op: "save", Reason: "encoding", Err: err}
@@ -154,14 +211,9 @@ func (a *Agent) saveExtensions(ctx context.Context) (map[string]json.RawMessage,
 		if !ok {
 			continue
 		}
-		var state any
-		err := safeCall(func() (err error) { state, err = sv.OnSaveSession(ctx, ec); return err })
+		raw, err := saveExtension(ctx, ec, sv)
 		if err != nil {
-			return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q", ec.name), Err: err}
-		}
-		raw, err := json.Marshal(state)
-		if err != nil {
-			return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q: state is not JSON-compatible", ec.name), Err: err}
+			return nil, err
 		}
 		if exts == nil {
 			exts = map[string]json.RawMessage{}
@@ -169,6 +221,20 @@ func (a *Agent) saveExtensions(ctx context.Context) (map[string]json.RawMessage,
 		exts[ec.name] = raw
 	}
 	return exts, nil
+}
+
+// saveExtension calls one saver and encodes its state.
+func saveExtension(ctx context.Context, ec *ExtensionContext, sv SessionSaver) (json.RawMessage, error) {
+	var state any
+	err := safeCall(func() (err error) { state, err = sv.OnSaveSession(ctx, ec); return err })
+	if err != nil {
+		return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q", ec.name), Err: err}
+	}
+	raw, err := json.Marshal(state)
+	if err != nil {
+		return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q: state is not JSON-compatible", ec.name), Err: err}
+	}
+	return raw, nil
 }
 
 // loadExtensions checks that every state has an installed loader, then

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/harnessx/harnessx/harness"
@@ -239,5 +240,46 @@ func TestExtensionState(t *testing.T) {
 	}
 	if err := c.LoadExtensionState(ctx, state); !errors.Is(err, harness.ErrClosed) {
 		t.Fatalf("load after Close: %v", err)
+	}
+}
+
+// versionedExt counts its saves and reports a version it is told.
+type versionedExt struct {
+	ver   atomic.Uint64
+	saves atomic.Int64
+}
+
+func (e *versionedExt) Name() string                            { return "versioned" }
+func (e *versionedExt) Install(*harness.ExtensionContext) error { return nil }
+func (e *versionedExt) StateVersion() uint64                    { return e.ver.Load() }
+func (e *versionedExt) OnSaveSession(context.Context, *harness.ExtensionContext) (any, error) {
+	e.saves.Add(1)
+	return map[string]uint64{"v": e.ver.Load()}, nil
+}
+
+func TestExtensionStateSnapshotReuse(t *testing.T) {
+	ctx := context.Background()
+	snap := harness.AsSnapshot(ctx)
+	v := &versionedExt{}
+	a := newAgent(t, ht.NewScriptedProvider(), harness.WithExtensions(v))
+	first, err := a.SaveExtensionState(snap)
+	if err != nil || string(first) != `{"versioned":{"v":0}}` {
+		t.Fatalf("%s %v", first, err)
+	}
+	again, err := a.SaveExtensionState(snap)
+	if err != nil || v.saves.Load() != 1 || &again[0] != &first[0] {
+		t.Fatalf("unchanged version: %d saves, same slice %v, %v", v.saves.Load(), &again[0] == &first[0], err)
+	}
+	v.ver.Add(1)
+	moved, err := a.SaveExtensionState(snap)
+	if err != nil || v.saves.Load() != 2 || string(moved) != `{"versioned":{"v":1}}` {
+		t.Fatalf("moved version: %s, %d saves, %v", moved, v.saves.Load(), err)
+	}
+	// A save that is not a snapshot always asks the extension.
+	if _, err := a.SaveExtensionState(ctx); err != nil || v.saves.Load() != 3 {
+		t.Fatalf("plain save: %d saves, %v", v.saves.Load(), err)
+	}
+	if _, err := a.SaveSession(ctx); err != nil || v.saves.Load() != 4 {
+		t.Fatalf("SaveSession: %d saves, %v", v.saves.Load(), err)
 	}
 }

@@ -65,6 +65,15 @@ func (e *Extension) OnSaveSession(ctx context.Context, _ *harness.ExtensionConte
 	return st, nil
 }
 
+// StateVersion changes whenever the results OnSaveSession lists change
+// (harness.StateVersioner): an engine snapshot between the steps of a
+// durable run then encodes the list only after a result was stored.
+func (e *Extension) StateVersion() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.version
+}
+
 // OnLoadSession restores the results of a saved state so that read_result
 // can read them. Each is found in the extension's own store when it is
 // there, or else in the directory recorded for it, opened read-only (never
@@ -104,6 +113,7 @@ func (e *Extension) OnLoadSession(ctx context.Context, _ *harness.ExtensionConte
 		e.mu.Lock()
 		e.results[r.ID] = en
 		e.saved[r.ID] = true
+		e.version++
 		e.mu.Unlock()
 	}
 	return nil

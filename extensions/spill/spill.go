@@ -136,6 +136,8 @@ type Extension struct {
 	restored map[string]*DirStore // read-only stores of loaded sessions, by dir
 	saved    map[string]bool
 	closed   bool
+	// version counts the changes of results (StateVersion); guarded by mu.
+	version uint64
 }
 
 // entry is one stored result.
@@ -285,6 +287,7 @@ func (e *Extension) spill(ctx context.Context, tool, callID string, isErr bool, 
 		return Result{}, ErrClosed
 	}
 	e.results[id] = &entry{meta: m, store: st, dir: dir, verified: verified, lines: c.lines.index}
+	e.version++
 	e.mu.Unlock()
 	e.stats.spilled.Add(1)
 	tail := c.tailBytes()
@@ -379,6 +382,7 @@ func (e *Extension) Teardown(ctx context.Context) error {
 	}
 	restored := slices.Collect(maps.Values(e.restored))
 	e.results = map[string]*entry{}
+	e.version++
 	e.mu.Unlock()
 
 	var errs []error
@@ -535,6 +539,7 @@ func (e *Extension) adopt(ctx context.Context, id string) (*entry, error) {
 	}
 	en := &entry{meta: m, store: st, dir: dir, verified: stamp, lines: c.lines.index}
 	e.results[id] = en
+	e.version++
 	return en, nil
 }
 
