@@ -94,6 +94,9 @@
 // [Agent.SaveExtensionState] after every step, under [AsSnapshot], and on
 // recovery gives the last one to [Agent.LoadExtensionState], so
 // OnLoadSession runs during recovery too. Neither is a one-time signal.
+// An extension whose state is costly to encode implements
+// [StateVersioner], and a snapshot reuses its last encoding while its
+// version stays the same.
 //
 // # Portable extension features
 //
