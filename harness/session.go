@@ -249,6 +249,14 @@ func (a *Agent) loadExtensions(ctx context.Context, exts map[string]json.RawMess
 			return &SessionError{Op: "load", Reason: fmt.Sprintf("saved state for extension %q, which cannot load state (no OnLoadSession)", name)}
 		}
 	}
+	// A loaded state is new: the next snapshot asks the extensions again,
+	// whatever their versions say.
+	a.snapMu.Lock()
+	a.snapOut = nil
+	for _, ec := range a.exts {
+		ec.snapRaw = nil
+	}
+	a.snapMu.Unlock()
 	for _, ec := range a.exts {
 		state, ok := exts[ec.name]
 		if !ok {

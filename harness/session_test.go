@@ -283,3 +283,39 @@ func TestExtensionStateSnapshotReuse(t *testing.T) {
 		t.Fatalf("SaveSession: %d saves, %v", v.saves.Load(), err)
 	}
 }
+
+// loadingVersionedExt keeps its version when it loads a state, which a
+// StateVersioner should not do: the snapshot after a load must not reuse
+// the encoding from before it.
+type loadingVersionedExt struct {
+	versionedExt
+	n int
+}
+
+func (e *loadingVersionedExt) OnSaveSession(ctx context.Context, ec *harness.ExtensionContext) (any, error) {
+	e.saves.Add(1)
+	return map[string]int{"n": e.n}, nil
+}
+
+func (e *loadingVersionedExt) OnLoadSession(_ context.Context, _ *harness.ExtensionContext, raw json.RawMessage) error {
+	var st struct{ N int }
+	err := json.Unmarshal(raw, &st)
+	e.n = st.N
+	return err
+}
+
+func TestExtensionStateSnapshotAfterLoad(t *testing.T) {
+	ctx := context.Background()
+	snap := harness.AsSnapshot(ctx)
+	e := &loadingVersionedExt{}
+	a := newAgent(t, ht.NewScriptedProvider(), harness.WithExtensions(e))
+	if st, err := a.SaveExtensionState(snap); err != nil || string(st) != `{"versioned":{"n":0}}` {
+		t.Fatalf("%s %v", st, err)
+	}
+	if err := a.LoadExtensionState(ctx, json.RawMessage(`{"versioned":{"n":5}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := a.SaveExtensionState(snap); err != nil || string(st) != `{"versioned":{"n":5}}` {
+		t.Fatalf("after a load: %s %v", st, err)
+	}
+}
