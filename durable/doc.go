@@ -249,4 +249,9 @@
 //     build); a Postgres-only build cannot leave it out yet.
 //   - A parked question or approval gives up after a year (DBOS has no
 //     unbounded wait).
+//   - An engine snapshot is one more database write after a step that
+//     changed extension state (BenchmarkDurableRunWithState), apart from
+//     the step's own record.
+//   - The temporary spill directory of a crashed process stays on disk
+//     after its run recovered.
 package durable
