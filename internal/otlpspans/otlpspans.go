@@ -76,23 +76,27 @@ func Count(req *coltracepb.ExportTraceServiceRequest) int {
 // Filter keeps the spans of req whose trace ID (hex) keep accepts and
 // drops emptied scopes and resources.
 func Filter(req *coltracepb.ExportTraceServiceRequest, keep func(traceID string) bool) {
+	retain(req, func(s *tracepb.Span) bool { return keep(hex.EncodeToString(s.TraceId)) })
+}
+
+// retain keeps the spans of req that keep accepts, in order, and drops the
+// scope and resource entries left empty.
+func retain(req *coltracepb.ExportTraceServiceRequest, keep func(*tracepb.Span) bool) {
 	rss := req.ResourceSpans[:0]
 	for _, rs := range req.ResourceSpans {
 		sss := rs.ScopeSpans[:0]
 		for _, ss := range rs.ScopeSpans {
 			spans := ss.Spans[:0]
 			for _, s := range ss.Spans {
-				if keep(hex.EncodeToString(s.TraceId)) {
+				if keep(s) {
 					spans = append(spans, s)
 				}
 			}
-			ss.Spans = spans
-			if len(spans) > 0 {
+			if ss.Spans = spans; len(spans) > 0 {
 				sss = append(sss, ss)
 			}
 		}
-		rs.ScopeSpans = sss
-		if len(sss) > 0 {
+		if rs.ScopeSpans = sss; len(sss) > 0 {
 			rss = append(rss, rs)
 		}
 	}
@@ -214,26 +218,12 @@ func ReadRecording(dir string) (*coltracepb.ExportTraceServiceRequest, error) {
 func Dedupe(req *coltracepb.ExportTraceServiceRequest) {
 	type id struct{ trace, span string }
 	seen := map[id]bool{}
-	rss := req.ResourceSpans[:0]
-	for _, rs := range req.ResourceSpans {
-		sss := rs.ScopeSpans[:0]
-		for _, ss := range rs.ScopeSpans {
-			spans := ss.Spans[:0]
-			for _, s := range ss.Spans {
-				k := id{string(s.TraceId), string(s.SpanId)}
-				if seen[k] {
-					continue
-				}
-				seen[k] = true
-				spans = append(spans, s)
-			}
-			if ss.Spans = spans; len(spans) > 0 {
-				sss = append(sss, ss)
-			}
+	retain(req, func(s *tracepb.Span) bool {
+		k := id{string(s.TraceId), string(s.SpanId)}
+		if seen[k] {
+			return false
 		}
-		if rs.ScopeSpans = sss; len(sss) > 0 {
-			rss = append(rss, rs)
-		}
-	}
-	req.ResourceSpans = rss
+		seen[k] = true
+		return true
+	})
 }
