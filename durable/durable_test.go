@@ -367,16 +367,7 @@ func TestRecoveredExtensionState(t *testing.T) {
 		if err := rt.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
-		db, err := openLeaseDB(ctxT(t), fixtureDSN(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.close()
-		var n int
-		if err := db.db.QueryRowContext(ctxT(t), db.q("SELECT COUNT(*) FROM {P} WHERE run_id = 'sx'")).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
+		if n := countRows(t, dir, "SELECT COUNT(*) FROM {P} WHERE run_id = 'sx'"); n != 0 {
 			t.Fatalf("%d snapshot rows left for a finished run", n)
 		}
 	})

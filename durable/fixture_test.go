@@ -289,6 +289,23 @@ func (e *tally) OnTurnComplete(_ context.Context, _ *harness.ExtensionContext, _
 	count(e.dir, fmt.Sprintf("tally end n=%d", e.n))
 }
 
+// countRows opens the runtime's tables of the fixture in dir and returns
+// the result of a COUNT(*) query written with leaseDB.q's placeholders
+// ({S} the steps table, {P} the snapshots table).
+func countRows(t *testing.T, dir, query string) int {
+	t.Helper()
+	db, err := openLeaseDB(ctxT(t), fixtureDSN(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.close()
+	var n int
+	if err := db.db.QueryRowContext(ctxT(t), db.q(query)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

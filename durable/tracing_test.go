@@ -105,16 +105,7 @@ func TestFinishedRunsLeaveNoMarkers(t *testing.T) {
 		if err := rt.Close(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
-		db, err := openLeaseDB(ctxT(t), fixtureDSN(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.close()
-		var n int
-		if err := db.db.QueryRowContext(ctxT(t), db.q("SELECT COUNT(*) FROM {S} WHERE run_id IN ('m1', 'p1', 'p2')")).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
+		if n := countRows(t, dir, "SELECT COUNT(*) FROM {S} WHERE run_id IN ('m1', 'p1', 'p2')"); n != 0 {
 			t.Fatalf("%d rows left in the steps table for finished runs", n)
 		}
 	})
