@@ -54,7 +54,7 @@ func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
 	if d.Messages == nil {
 		d.Messages = []Message{}
 	}
-	exts, err := a.saveExtensions(ctx)
+	exts, _, err := a.saveExtensions(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -120,57 +120,25 @@ func (a *Agent) SaveExtensionState(ctx context.Context) (json.RawMessage, error)
 	if a.closed.Load() {
 		return nil, ErrClosed
 	}
-	if !IsSnapshot(ctx) {
-		exts, err := a.saveExtensions(ctx)
-		if err != nil || exts == nil {
-			return nil, err
-		}
-		return encodeExtensionStates(exts)
+	snapshot := IsSnapshot(ctx)
+	if snapshot {
+		a.snapMu.Lock()
+		defer a.snapMu.Unlock()
 	}
-	a.snapMu.Lock()
-	defer a.snapMu.Unlock()
-	var exts map[string]json.RawMessage
-	changed := a.snapOut == nil
-	for _, ec := range a.exts {
-		sv, ok := ec.ext.(SessionSaver)
-		if !ok {
-			continue
-		}
-		if exts == nil {
-			exts = map[string]json.RawMessage{}
-		}
-		vs, versioned := ec.ext.(StateVersioner)
-		var ver uint64
-		if versioned {
-			// Read before saving: a change while OnSaveSession runs moves
-			// the version past ver, and the next snapshot saves again.
-			ver = vs.StateVersion()
-			if ec.snapRaw != nil && ec.snapVer == ver {
-				exts[ec.name] = ec.snapRaw
-				continue
-			}
-		}
-		raw, err := saveExtension(ctx, ec, sv)
-		if err != nil {
-			return nil, err
-		}
-		exts[ec.name] = raw
-		changed = true
-		if versioned {
-			ec.snapVer, ec.snapRaw = ver, raw
-		}
+	exts, changed, err := a.saveExtensions(ctx, snapshot)
+	if err != nil || exts == nil {
+		return nil, err
 	}
-	if exts == nil {
-		return nil, nil
-	}
-	if !changed {
+	if snapshot && !changed && a.snapOut != nil {
 		return a.snapOut, nil
 	}
 	out, err := encodeExtensionStates(exts)
 	if err != nil {
 		return nil, err
 	}
-	a.snapOut = out
+	if snapshot {
+		a.snapOut = out
+	}
 	return out, nil
 }
 
@@ -204,37 +172,47 @@ func (a *Agent) LoadExtensionState(ctx context.Context, state json.RawMessage) e
 }
 
 // saveExtensions collects the savers' states; nil when there are none.
-func (a *Agent) saveExtensions(ctx context.Context) (map[string]json.RawMessage, error) {
-	var exts map[string]json.RawMessage
+// With reuse (a snapshot; the caller holds snapMu), a [StateVersioner]
+// whose version did not move since the last snapshot gives its last
+// encoding without being asked; changed reports whether any state was
+// encoded anew.
+func (a *Agent) saveExtensions(ctx context.Context, reuse bool) (exts map[string]json.RawMessage, changed bool, err error) {
 	for _, ec := range a.exts {
 		sv, ok := ec.ext.(SessionSaver)
 		if !ok {
 			continue
 		}
-		raw, err := saveExtension(ctx, ec, sv)
-		if err != nil {
-			return nil, err
-		}
 		if exts == nil {
 			exts = map[string]json.RawMessage{}
 		}
+		vs, versioned := ec.ext.(StateVersioner)
+		versioned = versioned && reuse
+		var ver uint64
+		if versioned {
+			// Read before saving: a change while OnSaveSession runs moves
+			// the version past ver, and the next snapshot saves again.
+			ver = vs.StateVersion()
+			if ec.snapRaw != nil && ec.snapVer == ver {
+				exts[ec.name] = ec.snapRaw
+				continue
+			}
+		}
+		var state any
+		err := safeCall(func() (err error) { state, err = sv.OnSaveSession(ctx, ec); return err })
+		if err != nil {
+			return nil, false, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q", ec.name), Err: err}
+		}
+		raw, err := json.Marshal(state)
+		if err != nil {
+			return nil, false, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q: state is not JSON-compatible", ec.name), Err: err}
+		}
 		exts[ec.name] = raw
+		changed = true
+		if versioned {
+			ec.snapVer, ec.snapRaw = ver, raw
+		}
 	}
-	return exts, nil
-}
-
-// saveExtension calls one saver and encodes its state.
-func saveExtension(ctx context.Context, ec *ExtensionContext, sv SessionSaver) (json.RawMessage, error) {
-	var state any
-	err := safeCall(func() (err error) { state, err = sv.OnSaveSession(ctx, ec); return err })
-	if err != nil {
-		return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q", ec.name), Err: err}
-	}
-	raw, err := json.Marshal(state)
-	if err != nil {
-		return nil, &SessionError{Op: "save", Reason: fmt.Sprintf("extension %q: state is not JSON-compatible", ec.name), Err: err}
-	}
-	return raw, nil
+	return exts, changed, nil
 }
 
 // loadExtensions checks that every state has an installed loader, then
