@@ -64,8 +64,15 @@ func bigScript(n int, last harnesstest.Response) []harnesstest.Response {
 // bundle, verified.
 func exportArtifacts(t *testing.T, rec string) *flight.Bundle {
 	t.Helper()
+	return exportWith(t, rec, flight.ExportOptions{IncludeArtifacts: true})
+}
+
+// exportWith exports the recording rec with opts and returns the bundle,
+// verified.
+func exportWith(t *testing.T, rec string, opts flight.ExportOptions) *flight.Bundle {
+	t.Helper()
 	var buf bytes.Buffer
-	if _, err := flight.ExportJournal(context.Background(), rec, &buf, flight.ExportOptions{IncludeArtifacts: true}); err != nil {
+	if _, err := flight.ExportJournal(context.Background(), rec, &buf, opts); err != nil {
 		t.Fatal(err)
 	}
 	b, err := flight.ReadBundle(&buf, flight.ReadOptions{KeepArtifacts: true})

@@ -1,7 +1,6 @@
 package flight_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -45,19 +44,8 @@ func TestExportCallerArtifacts(t *testing.T) {
 		MissingArtifacts: []flight.MissingArtifact{{Name: "spill/res_3.txt", Reason: "not found in s3://b/p"}},
 	}
 	export := func(include bool) *flight.Bundle {
-		var buf bytes.Buffer
 		opts.IncludeArtifacts = include
-		if _, err := flight.ExportJournal(context.Background(), filepath.Join(dir, "s"), &buf, opts); err != nil {
-			t.Fatal(err)
-		}
-		b, err := flight.ReadBundle(&buf, flight.ReadOptions{KeepArtifacts: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Verify(); err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return exportWith(t, filepath.Join(dir, "s"), opts)
 	}
 	b := export(true)
 	if got := b.Artifacts(); !slices.Equal(got, []string{flight.ArtifactsDir + "spill/res_1.txt"}) {
