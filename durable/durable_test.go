@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,33 @@ func TestMain(m *testing.M) {
 	case "worker":
 		os.Exit(childWorker())
 	}
+	stop := watchdog(12 * time.Minute)
+	defer stop()
 	goleak.VerifyTestMain(m, goleakOptions()...)
+}
+
+// watchdog ends the test process after d with the stacks of the
+// goroutines that run harnessx code: a hang fails in minutes, with the
+// frames that tell where, rather than at go test's timeout with a dump of
+// every goroutine that a CI log cuts short.
+func watchdog(d time.Duration) (stop func()) {
+	t := time.AfterFunc(d, func() {
+		buf := make([]byte, 64<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		var b strings.Builder
+		others := 0
+		for g := range strings.SplitSeq(string(buf), "\n\n") {
+			if strings.Contains(g, "harnessx/harnessx/") {
+				b.WriteString(g)
+				b.WriteString("\n\n")
+			} else {
+				others++
+			}
+		}
+		fmt.Fprintf(os.Stderr, "durable tests: still running after %v: the goroutines in harnessx code (%d others not shown):\n\n%s", d, others, b.String())
+		os.Exit(2)
+	})
+	return func() { t.Stop() }
 }
 
 // goleakOptions ignores the goroutines DBOS leaves after Shutdown: the
