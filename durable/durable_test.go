@@ -255,15 +255,16 @@ func TestResumeRunParkedOnAskFromAnotherProcess(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dir string) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envChild+"=run", envDir+"="+dir, envAgent+"=ask", envRun+"=rk")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waited := false
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
 		defer func() {
-			if !waited {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
+			_ = cmd.Process.Kill()
+			<-exited
 		}()
 		rt := openFixture(t, dir, true, WithExecutorID("other"))
 		ctx := ctxT(t)
@@ -275,11 +276,17 @@ func TestResumeRunParkedOnAskFromAnotherProcess(t *testing.T) {
 			if len(p.Asks) == 1 {
 				break
 			}
-			time.Sleep(20 * time.Millisecond)
+			select {
+			case err := <-exited:
+				t.Fatalf("the child ended before it asked: %v\nstderr: %s", err, stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
 		_ = cmd.Process.Kill() // SIGKILL while parked
-		_ = cmd.Wait()
-		waited = true
+		if err := <-exited; err == nil {
+			t.Fatal("the child ended on its own while parked")
+		}
+		exited <- nil // for the deferred wait
 
 		type result struct {
 			res *harness.RunResult
@@ -425,7 +432,7 @@ func TestRecoveredWithoutItsExtension(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = rt.Wait(ctxT(t), "sy")
-	if err == nil || !strings.Contains(err.Error(), "restore its extension state") || !strings.Contains(err.Error(), `"spill"`) {
+	if err == nil || !strings.Contains(err.Error(), "restore its extension state") || !strings.Contains(err.Error(), `extensions "spill", "tally", which are not installed`) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -579,7 +586,7 @@ func TestSession(t *testing.T) {
 	}
 	_ = h
 	// Read the session saved by the last run.
-	_, data, err := rt.sessionState("s")
+	_, data, err := rt.sessionState(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -337,7 +337,7 @@ func (s *supervisor) supervise(ctx context.Context) error {
 		return err
 	}
 	for _, ex := range dead {
-		n, err := s.rt.resumeExecutor(ex)
+		n, err := s.rt.resumeExecutor(ctx, ex)
 		if err != nil {
 			return fmt.Errorf("resume the runs of executor %q: %w", ex, err)
 		}
@@ -375,8 +375,10 @@ func (rt *Runtime) auxDB(ctx context.Context) (*leaseDB, error) {
 // the runtime's queue (so that its concurrency limit holds), parked
 // questions and approvals on DBOS's internal queue (they wait, and must
 // not take a worker's slot). It returns how many it resumed.
-func (rt *Runtime) resumeExecutor(ex string) (int, error) {
-	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterStatus(dbos.WorkflowStatusPending), dbos.WithFilterExecutorIDs(ex),
+func (rt *Runtime) resumeExecutor(ctx context.Context, ex string) (int, error) {
+	dc, end := rt.within(ctx)
+	defer end()
+	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterStatus(dbos.WorkflowStatusPending), dbos.WithFilterExecutorIDs(ex),
 		dbos.WithFilterAppVersion(rt.cfg.appVersion), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return 0, err
@@ -389,7 +391,7 @@ func (rt *Runtime) resumeExecutor(ex string) (int, error) {
 			parked = append(parked, w.ID)
 		}
 	}
-	if err := rt.resumeWorkflows(runs, parked); err != nil {
+	if err := rt.resumeWorkflows(dc, runs, parked); err != nil {
 		return 0, err
 	}
 	return len(runs) + len(parked), nil
@@ -398,9 +400,9 @@ func (rt *Runtime) resumeExecutor(ex string) (int, error) {
 // resumeWorkflows re-enqueues runs on the runtime's queue (DBOS's internal
 // one without a queue) and parked questions and approvals on DBOS's
 // internal queue, where they wait without taking a worker's slot.
-func (rt *Runtime) resumeWorkflows(runs, parked []string) error {
+func (rt *Runtime) resumeWorkflows(dc dbos.Context, runs, parked []string) error {
 	if len(parked) > 0 {
-		if _, err := dbos.ResumeWorkflows[any](rt.dctx, parked); err != nil {
+		if _, err := dbos.ResumeWorkflows[any](dc, parked); err != nil {
 			return err
 		}
 	}
@@ -409,7 +411,7 @@ func (rt *Runtime) resumeWorkflows(runs, parked []string) error {
 		if rt.queue != "" {
 			opts = append(opts, dbos.WithResumeQueue(rt.queue))
 		}
-		if _, err := dbos.ResumeWorkflows[any](rt.dctx, runs, opts...); err != nil {
+		if _, err := dbos.ResumeWorkflows[any](dc, runs, opts...); err != nil {
 			return err
 		}
 	}

@@ -72,7 +72,9 @@ type PendingAsk struct {
 // application wait for, oldest first, from the database: it sees the runs
 // of every process.
 func (rt *Runtime) Pending(ctx context.Context) (*Pending, error) {
-	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterName(approvalWorkflowName, askWorkflowName),
+	dc, end := rt.within(ctx)
+	defer end()
+	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterName(approvalWorkflowName, askWorkflowName),
 		dbos.WithFilterStatus(dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued), dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return nil, fmt.Errorf("durable: pending: %w", err)
@@ -101,8 +103,8 @@ func (rt *Runtime) Pending(ctx context.Context) (*Pending, error) {
 
 // openApproval returns the input of the run's approval workflow that
 // waits, nil when none does.
-func (rt *Runtime) openApproval(runID string) (*approvalInput, error) {
-	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterName(approvalWorkflowName), dbos.WithFilterParentWorkflowID(runID),
+func (rt *Runtime) openApproval(dc dbos.Context, runID string) (*approvalInput, error) {
+	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterName(approvalWorkflowName), dbos.WithFilterParentWorkflowID(runID),
 		dbos.WithFilterStatus(dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued), dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return nil, fmt.Errorf("durable: run %s: %w", runID, err)
@@ -140,7 +142,9 @@ func (rt *Runtime) openApproval(runID string) (*approvalInput, error) {
 // A finished run, or a run not paused on approvals given decisions, is
 // [ErrNotPaused]; an unknown run [ErrUnknownRun].
 func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harness.Decision) (*harness.RunResult, error) {
-	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
+	dc, end := rt.within(ctx)
+	defer end()
+	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
 		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
@@ -148,7 +152,7 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 	if len(ws) == 0 {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRun, runID)
 	}
-	ap, err := rt.openApproval(runID)
+	ap, err := rt.openApproval(dc, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +162,7 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 			case dbos.WorkflowStatusEnqueued:
 				return rt.Wait(ctx, runID)
 			case dbos.WorkflowStatusPending:
-				if err := rt.recoverRun(runID); err != nil {
+				if err := rt.recoverRun(dc, runID); err != nil {
 					return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
 				}
 				return rt.Wait(ctx, runID)
@@ -170,13 +174,13 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
 	id := fmt.Sprintf("%s/approval/%d", runID, ap.Seq)
-	if err := dbos.Send(rt.dctx, id, decisions, decisionsTopic, dbos.WithIdempotencyKey(id)); err != nil {
+	if err := dbos.Send(dc, id, decisions, decisionsTopic, dbos.WithIdempotencyKey(id)); err != nil {
 		return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
 	}
 	// Wait until the decisions are taken, so that Wait does not report
 	// the pause they answer.
 	for {
-		ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+		ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
 		if err != nil {
 			return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
 		}
@@ -194,8 +198,8 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 
 // recoverRun re-enqueues a pending run and its pending questions and
 // approvals ("<run>/…"), as the lease does for a dead worker's runs.
-func (rt *Runtime) recoverRun(runID string) error {
-	children, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDPrefix(runID+"/"), dbos.WithFilterStatus(dbos.WorkflowStatusPending),
+func (rt *Runtime) recoverRun(dc dbos.Context, runID string) error {
+	children, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDPrefix(runID+"/"), dbos.WithFilterStatus(dbos.WorkflowStatusPending),
 		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return err
@@ -209,7 +213,7 @@ func (rt *Runtime) recoverRun(runID string) error {
 			parked = append(parked, w.ID)
 		}
 	}
-	return rt.resumeWorkflows([]string{runID}, parked)
+	return rt.resumeWorkflows(dc, []string{runID}, parked)
 }
 
 func checkDecisions(pending []harness.ApprovalRequest, ds []harness.Decision) error {
@@ -242,13 +246,15 @@ func checkDecisions(pending []harness.ApprovalRequest, ds []harness.Decision) er
 // [ErrUnknownRun], an unknown question [ErrUnknownAsk].
 func (rt *Runtime) Reply(ctx context.Context, runID, askID string, ans harness.Answer) error {
 	id := askWorkflowID(runID, askID)
-	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterName(askWorkflowName),
+	dc, end := rt.within(ctx)
+	defer end()
+	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterName(askWorkflowName),
 		dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return fmt.Errorf("durable: reply %s: %w", id, err)
 	}
 	if len(ws) == 0 {
-		runs, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
+		runs, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
 			dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
 		if err == nil && len(runs) == 0 {
 			return fmt.Errorf("%w: %q", ErrUnknownRun, runID)
@@ -276,12 +282,12 @@ func (rt *Runtime) Reply(ctx context.Context, runID, askID string, ans harness.A
 	}
 	switch ws[0].Status {
 	case dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued:
-		if err := dbos.Send(rt.dctx, id, ans, answerTopic, dbos.WithIdempotencyKey(id)); err != nil {
+		if err := dbos.Send(dc, id, ans, answerTopic, dbos.WithIdempotencyKey(id)); err != nil {
 			return fmt.Errorf("durable: reply %s: %w", id, err)
 		}
 		return nil
 	case dbos.WorkflowStatusSuccess:
-		h, err := dbos.RetrieveWorkflow[harness.Answer](rt.dctx, id)
+		h, err := dbos.RetrieveWorkflow[harness.Answer](dc, id)
 		if err != nil {
 			return fmt.Errorf("durable: reply %s: %w", id, err)
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // the default database
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/harnessx/harnessx/harness"
 )
@@ -210,6 +212,15 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	}
 	var dctx dbos.Context
 	var err error
+	if !strings.HasPrefix(dsn, "sqlite:") {
+		// Processes opening one new database at once migrate it one
+		// after the other: DBOS's migrations take no lock of their own.
+		unlock, err := lockMigrations(ctx, dsn)
+		if err != nil {
+			return nil, fmt.Errorf("durable: open %s: %w", redactDSN(dsn), err)
+		}
+		defer unlock()
+	}
 	for attempt := 1; ; attempt++ {
 		dctx, err = dbos.NewContext(ctx, dbos.Config{
 			AppName:            cfg.appName,
@@ -427,7 +438,7 @@ func (e *RunError) Error() string { return e.Msg }
 // [Runtime.Wait] to wait again. A failed or cancelled run returns its
 // error, as [harness.Agent.Run] does.
 func (rt *Runtime) Run(ctx context.Context, agent, input string, opts ...RunOption) (*harness.RunResult, error) {
-	runID, h, err := rt.start(agent, input, opts)
+	runID, h, err := rt.start(ctx, agent, input, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -442,12 +453,13 @@ func (rt *Runtime) Run(ctx context.Context, agent, input string, opts ...RunOpti
 // Without a queue the runtime must be launched, and the run executes in
 // this process, in the background.
 func (rt *Runtime) Submit(ctx context.Context, agent, input string, opts ...RunOption) (string, error) {
-	runID, _, err := rt.start(agent, input, opts)
+	runID, _, err := rt.start(ctx, agent, input, opts)
 	return runID, err
 }
 
-// start starts a run: a workflow in this process, or enqueued.
-func (rt *Runtime) start(agent, input string, opts []RunOption) (string, dbos.WorkflowHandle[runOutput], error) {
+// start starts a run: a workflow in this process, or enqueued. ctx bounds
+// the reading of a session's state; the run itself is not bound to it.
+func (rt *Runtime) start(ctx context.Context, agent, input string, opts []RunOption) (string, dbos.WorkflowHandle[runOutput], error) {
 	rt.mu.Lock()
 	launched, closed, f := rt.launched, rt.closed, rt.agents[agent]
 	rt.mu.Unlock()
@@ -472,7 +484,7 @@ func (rt *Runtime) start(agent, input string, opts []RunOption) (string, dbos.Wo
 		if strings.Contains(rc.session, "/") {
 			return "", nil, fmt.Errorf("durable: session ID %q contains \"/\"", rc.session)
 		}
-		id, data, err := rt.sessionState(rc.session)
+		id, data, err := rt.sessionState(ctx, rc.session)
 		if err != nil {
 			return "", nil, err
 		}
@@ -515,6 +527,8 @@ func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandl
 		out runOutput
 		err error
 	}
+	dc, end := rt.within(ctx)
+	defer end()
 	done := make(chan outcome, 1)
 	go func() {
 		out, err := h.GetResult(opts...)
@@ -527,7 +541,7 @@ func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandl
 		select {
 		case o := <-done:
 			if o.err != nil {
-				if res, fin, err := rt.state(runID); err == nil && fin {
+				if res, fin, err := rt.state(dc, runID); err == nil && fin {
 					return res, res.Err // cancelled, failed: as recorded
 				}
 				res := &harness.RunResult{RunID: runID, Status: harness.StatusFailed, Err: &RunError{RunID: runID, Msg: o.err.Error()}}
@@ -540,8 +554,11 @@ func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandl
 		case <-changed:
 		case <-time.After(rt.cfg.poll):
 		}
-		ap, err := rt.openApproval(runID)
+		ap, err := rt.openApproval(dc, runID)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("durable: wait for run %s: %w", runID, context.Cause(ctx))
+			}
 			return nil, err
 		}
 		if ap != nil {
@@ -552,8 +569,10 @@ func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandl
 
 // sessionState returns the ID of the session's next run and the session
 // saved by its last finished run.
-func (rt *Runtime) sessionState(session string) (string, []byte, error) {
-	runs, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDPrefix(session+"/"), dbos.WithFilterName(runWorkflowName),
+func (rt *Runtime) sessionState(ctx context.Context, session string) (string, []byte, error) {
+	dc, end := rt.within(ctx)
+	defer end()
+	runs, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDPrefix(session+"/"), dbos.WithFilterName(runWorkflowName),
 		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return "", nil, fmt.Errorf("durable: session %q: %w", session, err)
@@ -580,7 +599,7 @@ func (rt *Runtime) sessionState(session string) (string, []byte, error) {
 	if last == "" {
 		return next, nil, nil
 	}
-	h, err := dbos.RetrieveWorkflow[runOutput](rt.dctx, last)
+	h, err := dbos.RetrieveWorkflow[runOutput](dc, last)
 	if err != nil {
 		return "", nil, fmt.Errorf("durable: session %q: run %s: %w", session, last, err)
 	}
@@ -595,11 +614,13 @@ func (rt *Runtime) sessionState(session string) (string, []byte, error) {
 // its result (see [Runtime.Run]). It works from any process: it reads the
 // run's state from the database. An unknown run is [ErrUnknownRun].
 func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, error) {
-	res, done, err := rt.state(runID)
+	dc, end := rt.within(ctx)
+	defer end()
+	res, done, err := rt.state(dc, runID)
 	if err != nil || done {
 		return res, err
 	}
-	h, err := dbos.RetrieveWorkflow[runOutput](rt.dctx, runID)
+	h, err := dbos.RetrieveWorkflow[runOutput](dc, runID)
 	if err != nil {
 		return nil, fmt.Errorf("durable: run %s: %w", runID, err)
 	}
@@ -607,8 +628,8 @@ func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, 
 }
 
 // state reads a run's state: done when it finished or is paused.
-func (rt *Runtime) state(runID string) (*harness.RunResult, bool, error) {
-	ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
+func (rt *Runtime) state(dc dbos.Context, runID string) (*harness.RunResult, bool, error) {
+	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
 		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return nil, false, fmt.Errorf("durable: run %s: %w", runID, err)
@@ -618,7 +639,7 @@ func (rt *Runtime) state(runID string) (*harness.RunResult, bool, error) {
 	}
 	switch ws[0].Status {
 	case dbos.WorkflowStatusSuccess, dbos.WorkflowStatusError:
-		h, err := dbos.RetrieveWorkflow[runOutput](rt.dctx, runID)
+		h, err := dbos.RetrieveWorkflow[runOutput](dc, runID)
 		if err != nil {
 			return nil, false, fmt.Errorf("durable: run %s: %w", runID, err)
 		}
@@ -636,11 +657,29 @@ func (rt *Runtime) state(runID string) (*harness.RunResult, bool, error) {
 		res := &harness.RunResult{RunID: runID, Status: harness.StatusFailed, Err: &RunError{RunID: runID, Msg: "durable: the run crashed too often on recovery"}}
 		return res, true, res.Err
 	}
-	ap, err := rt.openApproval(runID)
+	ap, err := rt.openApproval(dc, runID)
 	if err != nil || ap == nil {
 		return nil, false, err
 	}
 	return ap.Paused.result(), true, nil
+}
+
+// within returns the runtime's DBOS context, cancelled when ctx ends: the
+// DBOS calls of a method made with it return with the caller's context
+// (an unreachable database, a lock held elsewhere) instead of blocking on
+// the runtime's own context, which only Close ends. end releases it. Runs
+// are never started with it: cancelling a caller's wait does not cancel
+// the run.
+func (rt *Runtime) within(ctx context.Context) (dc dbos.Context, end func()) {
+	if ctx.Done() == nil {
+		return rt.dctx, func() {}
+	}
+	dc, cancel := dbos.WithCancelCause(rt.dctx)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return dc, func() {
+		stop()
+		cancel(nil)
+	}
 }
 
 // notify wakes the local waiters.
@@ -881,6 +920,54 @@ func (rt *Runtime) cleaner(ch <-chan finishedRun) {
 	}
 }
 
+// migrateLockKey is the Postgres advisory lock that serializes the DBOS
+// migrations of the processes opening one database ("hxmigrat").
+const migrateLockKey int64 = 0x6878_6d69_6772_6174
+
+// lockMigrations takes the migration lock of the Postgres database of
+// dsn, on a connection of its own, waiting as long as ctx allows; unlock
+// releases it and closes the connection.
+//
+// It polls pg_try_advisory_lock rather than waiting in pg_advisory_lock:
+// a statement waiting for the lock holds a snapshot, which the holder's
+// CREATE INDEX CONCURRENTLY waits for, a deadlock that Postgres cannot
+// see (the holder's lock and its migration are on two connections).
+func lockMigrations(ctx context.Context, dsn string) (unlock func(), err error) {
+	cfg, err := pgxpool.ParseConfig(dsn) // accepts the pool's parameters, as DBOS does
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return nil, err
+	}
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		var got bool
+		err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", migrateLockKey).Scan(&got)
+		if err == nil && got {
+			break
+		}
+		if err == nil {
+			select {
+			case <-ctx.Done():
+				err = context.Cause(ctx)
+			case <-time.After(wait):
+				continue
+			}
+		}
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("take the migration lock: %w", err)
+	}
+	return func() {
+		// Closing the session releases the lock too; unlocking first
+		// frees it for the next process without waiting for the close.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey)
+		conn.Close(ctx)
+	}, nil
+}
+
 // migrationRace tells a failed DBOS migration that lost a race with
 // another process migrating the same new Postgres database (duplicate
 // type, table, schema or object; a deadlock or serialization failure).
@@ -889,7 +976,7 @@ func migrationRace(err error) bool {
 	if !strings.Contains(msg, "migration") {
 		return false
 	}
-	for _, code := range []string{"23505", "42P07", "42710", "42P06", "40P01", "40001", "55P03"} {
+	for _, code := range []string{"23505", "42P07", "42701", "42710", "42P06", "40P01", "40001", "55P03"} {
 		if strings.Contains(msg, "SQLSTATE "+code) {
 			return true
 		}

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // SessionVersion is the version of the session format that SaveSession
@@ -218,14 +221,24 @@ func (a *Agent) saveExtensions(ctx context.Context, reuse bool) (exts map[string
 // loadExtensions checks that every state has an installed loader, then
 // loads them in install order.
 func (a *Agent) loadExtensions(ctx context.Context, exts map[string]json.RawMessage) error {
-	for name := range exts {
+	// Every name in error, in name order: the same state gives the same
+	// error, whatever the map's order.
+	var missing, noLoader []string
+	for _, name := range slices.Sorted(maps.Keys(exts)) {
 		i := slices.IndexFunc(a.exts, func(ec *ExtensionContext) bool { return ec.name == name })
 		if i < 0 {
-			return &SessionError{Op: "load", Reason: fmt.Sprintf("saved state for extension %q, which is not installed", name)}
+			missing = append(missing, strconv.Quote(name))
+		} else if _, ok := a.exts[i].ext.(SessionLoader); !ok {
+			noLoader = append(noLoader, strconv.Quote(name))
 		}
-		if _, ok := a.exts[i].ext.(SessionLoader); !ok {
-			return &SessionError{Op: "load", Reason: fmt.Sprintf("saved state for extension %q, which cannot load state (no OnLoadSession)", name)}
-		}
+	}
+	switch {
+	case len(missing) == 1:
+		return &SessionError{Op: "load", Reason: fmt.Sprintf("saved state for extension %s, which is not installed", missing[0])}
+	case len(missing) > 1:
+		return &SessionError{Op: "load", Reason: fmt.Sprintf("saved state for extensions %s, which are not installed", strings.Join(missing, ", "))}
+	case len(noLoader) > 0:
+		return &SessionError{Op: "load", Reason: fmt.Sprintf("saved state for extension %s, which cannot load state (no OnLoadSession)", strings.Join(noLoader, ", "))}
 	}
 	// A loaded state is new: the next snapshot asks the extensions again,
 	// whatever their versions say.

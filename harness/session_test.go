@@ -221,6 +221,8 @@ func TestExtensionState(t *testing.T) {
 	c := newAgent(t, ht.NewScriptedProvider(), harness.WithExtensions(other))
 	for _, tc := range []struct{ state, want string }{
 		{`{"counter":{"version":1,"count":1}}`, `"counter", which is not installed`},
+		// Every missing name, in name order, whatever the map's order.
+		{`{"zeta":1,"other":{"version":1,"count":1},"counter":{},"alpha":2}`, `extensions "alpha", "counter", "zeta", which are not installed`},
 		{`{"other":{"version":1,"count":-1}}`, "invalid state"},
 		{`{"":{}}`, "empty name"},
 		{`[1]`, "not a JSON object"},
