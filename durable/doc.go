@@ -38,7 +38,12 @@
 // serves several machines with the same code; the role needs to create
 // the database (or it exists) and the "dbos" schema, or the schema is
 // migrated beforehand with DBOS's CLI. Several processes may open a new
-// Postgres database at once: one migrates it, the others retry. Open refuses a file that is not a
+// Postgres database at once: Open migrates under a Postgres advisory lock,
+// so they migrate it one after the other (DBOS's migrations take no lock
+// of their own, and two at once fail on each other's columns or wait on
+// each other's index builds); a process that is not a harnessx runtime
+// and migrates at the same time makes Open retry. Open waits for the lock
+// as long as its context allows. Open refuses a file that is not a
 // SQLite database ([ErrNotDatabase]), another application's database
 // ([ErrForeignDatabase]) and a schema newer than this build
 // ([ErrSchemaTooNew]) without writing to them.
