@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"testing"
 
@@ -68,14 +69,28 @@ func BenchmarkTracedRun(b *testing.B) {
 // attributes and events, into the same kind of exporter. The attribute
 // values are computed once, outside the loop: the floor is the SDK's cost.
 func BenchmarkOTelFloor(b *testing.B) {
-	// Record one traced run to know what the extension sets.
 	sr := tracetest.NewSpanRecorder()
 	rtp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	a := benchAgent(b, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(rtp))))
 	if _, err := a.Run(context.Background(), "weather?"); err != nil {
 		b.Fatal(err)
 	}
-	recorded := sr.Ended()
+	emit, reset := spanFloor(b, sr.Ended())
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		emit(ctx, nil)
+		reset()
+	}
+}
+
+// spanFloor returns a function that creates, with the OTel SDK directly,
+// the spans recorded (one run's), with their names, kinds, parents,
+// attributes and events, into an in-memory exporter through a synchronous
+// processor, and one that empties the exporter. emit calls inRoot, when
+// not nil, with the root span's context before it ends the root span.
+func spanFloor(b *testing.B, recorded []sdktrace.ReadOnlySpan) (emit func(ctx context.Context, inRoot func(context.Context)), reset func()) {
+	recorded = slices.Clone(recorded)
 	sort.Slice(recorded, func(i, j int) bool { return recorded[i].StartTime().Before(recorded[j].StartTime()) })
 	if len(recorded) != 4 {
 		b.Fatalf("%d spans recorded, want 4", len(recorded))
@@ -83,26 +98,24 @@ func BenchmarkOTelFloor(b *testing.B) {
 	type spanSpec struct {
 		name   string
 		opts   []trace.SpanStartOption
-		root   bool
 		events []sdktrace.Event
 	}
 	specs := make([]spanSpec, len(recorded))
 	for i, s := range recorded {
+		if i == 0 && s.Parent().IsValid() || i > 0 && s.Parent().SpanID() != recorded[0].SpanContext().SpanID() {
+			b.Fatalf("span %d (%s): not the run's root or one of its children", i, s.Name())
+		}
 		specs[i] = spanSpec{
 			name:   s.Name(),
 			opts:   []trace.SpanStartOption{trace.WithSpanKind(s.SpanKind()), trace.WithAttributes(s.Attributes()...)},
-			root:   !s.Parent().IsValid(),
 			events: s.Events(),
 		}
 	}
-
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	tracer := tp.Tracer(tracing.ScopeName)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
+	return func(ctx context.Context, inRoot func(context.Context)) {
 		rootCtx, root := tracer.Start(ctx, specs[0].name, specs[0].opts...)
 		for _, sp := range specs[1:] {
 			_, s := tracer.Start(rootCtx, sp.name, sp.opts...)
@@ -111,9 +124,11 @@ func BenchmarkOTelFloor(b *testing.B) {
 			}
 			s.End()
 		}
+		if inRoot != nil {
+			inRoot(rootCtx)
+		}
 		root.End()
-		exp.Reset()
-	}
+	}, exp.Reset
 }
 
 // passThrough implements the three interceptors and does nothing.
