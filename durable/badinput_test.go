@@ -124,6 +124,35 @@ func TestUnknownAndFinishedRuns(t *testing.T) {
 	}
 }
 
+// TestCallsHonourTheirContext: every database call of Pending, Wait,
+// Resume, Reply and a session's Run ends with the caller's context, not
+// only the waits between them.
+func TestCallsHonourTheirContext(t *testing.T) {
+	rt := openFixture(t, t.TempDir(), true)
+	if _, err := rt.Run(ctxT(t), "safe", "go", WithRunID("done")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	gone := errors.New("the caller went away")
+	cancel(gone)
+	calls := map[string]func() error{
+		"Pending": func() error { _, err := rt.Pending(ctx); return err },
+		"Wait":    func() error { _, err := rt.Wait(ctx, "done"); return err },
+		"Resume":  func() error { _, err := rt.Resume(ctx, "done"); return err },
+		"Reply":   func() error { return rt.Reply(ctx, "done", "done/tool/1/c1/ask/1", harness.Answer{Text: "x"}) },
+		"Run":     func() error { _, err := rt.Run(ctx, "safe", "go", WithSession("s")); return err },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, gone) && !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: %v", name, err)
+		}
+	}
+	// The runtime itself goes on.
+	if res, err := rt.Wait(ctxT(t), "done"); err != nil || res.Status != harness.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
 func TestNotLaunched(t *testing.T) {
 	rt := openFixture(t, t.TempDir(), false)
 	if _, err := rt.Run(ctxT(t), "safe", "go"); !errors.Is(err, ErrNotLaunched) {

@@ -675,6 +675,10 @@ func (rt *Runtime) within(ctx context.Context) (dc dbos.Context, end func()) {
 		return rt.dctx, func() {}
 	}
 	dc, cancel := dbos.WithCancelCause(rt.dctx)
+	if ctx.Err() != nil { // AfterFunc would cancel dc later, in a goroutine
+		cancel(context.Cause(ctx))
+		return dc, func() {}
+	}
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	return dc, func() {
 		stop()
