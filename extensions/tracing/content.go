@@ -28,9 +28,14 @@ type recorder struct {
 }
 
 // content adds a captured value under key after the redactor and the cap.
-func (r *recorder) content(key attribute.Key, v string) {
-	v, cut := r.e.process(string(key), v)
-	if cut {
+func (r *recorder) content(key attribute.Key, v string) { r.contentScanned(key, v, false) }
+
+// contentScanned is content for a value that the built-in secret rules
+// are known to leave unchanged when clean (see mayContainSecret): they do
+// not scan it again. The custom redactor and the cap still apply.
+func (r *recorder) contentScanned(key attribute.Key, v string, clean bool) {
+	v, _, cut := r.e.processCounted(string(key), v, clean)
+	if cut > 0 {
 		r.truncated = append(r.truncated, string(key))
 	}
 	r.kvs = append(r.kvs, key.String(v))
@@ -68,14 +73,15 @@ func (r *recorder) finish() []attribute.KeyValue {
 
 // process runs the redactor and the cap on v. It reports whether v was cut.
 func (e *Extension) process(key, v string) (string, bool) {
-	v, _, cut := e.processCounted(key, v)
+	v, _, cut := e.processCounted(key, v, false)
 	return v, cut > 0
 }
 
 // processCounted is process that also reports whether the redactor changed
-// v and how many bytes were cut.
-func (e *Extension) processCounted(key, v string) (out string, redacted bool, cut int) {
-	if e.red != nil {
+// v and how many bytes were cut. clean says that the built-in rules are
+// known to leave v unchanged.
+func (e *Extension) processCounted(key, v string, clean bool) (out string, redacted bool, cut int) {
+	if e.red != nil && !clean {
 		// The conversation comes from the history cache, which redacts
 		// each message once, when it is first encoded.
 		pre, changed := false, false
@@ -320,7 +326,7 @@ func (h *historyCache) encode(msgs []harness.Message) string {
 		start := len(h.buf)
 		h.buf = appendMessage(h.buf, &msgs[i], "")
 		changed := false
-		if h.red != nil && redact.MayContainSecret(h.buf[start:]) {
+		if h.red != nil && mayContainSecret(&msgs[i], "") {
 			enc := string(h.buf[start:])
 			if r := h.red.String(enc); r != enc {
 				h.buf = append(h.buf[:start], r...)
@@ -414,6 +420,43 @@ func appendParts(b []byte, m *harness.Message) []byte {
 		n++
 	}
 	return append(b, ']')
+}
+
+// mayContainSecret reports whether the built-in secret rules could change
+// the encoding of m by appendMessage: whether one of the strings it
+// writes may hold a secret, as JSON (redact.MayContainSecretInJSON). The
+// rest of the encoding is this file's member names and punctuation, in
+// which the rules find no candidate word. Scanning the strings alone
+// spares the scan of that structure, which is most of a short message's
+// bytes. It must read every string appendMessage and appendParts write;
+// TestMessageScanCoversEncoding checks it against the encoding.
+func mayContainSecret(m *harness.Message, finish string) bool {
+	if redact.MayContainSecretInJSON(string(m.Role)) || redact.MayContainSecretInJSON(finish) {
+		return true
+	}
+	for i := range m.Content {
+		p := &m.Content[i]
+		var suspect bool
+		switch p.Type {
+		case harness.PartText, harness.PartReasoning:
+			suspect = redact.MayContainSecretInJSON(p.Text)
+		case harness.PartToolCall:
+			if c := p.ToolCall; c != nil {
+				suspect = redact.MayContainSecretInJSON(c.ID) || redact.MayContainSecretInJSON(c.Name) ||
+					redact.MayContainSecretInJSON(string(c.Input))
+			}
+		case harness.PartToolResult:
+			if r := p.ToolResult; r != nil {
+				suspect = redact.MayContainSecretInJSON(r.CallID) || redact.MayContainSecretInJSON(r.Content)
+			}
+		default:
+			suspect = redact.MayContainSecretInJSON(string(p.Type))
+		}
+		if suspect {
+			return true
+		}
+	}
+	return false
 }
 
 // appendMessage appends one message; finish, when not empty, is its

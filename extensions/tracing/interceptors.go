@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/redact"
 	"github.com/harnessx/harnessx/internal/runtrace"
 )
 
@@ -124,7 +125,7 @@ func (e *Extension) endRun(span trace.Span, r *recorder, info *harness.RunInfo, 
 	if e.cfg.capture && info.Input != "" {
 		b := e.getBuf()
 		*b = appendTextMessage(*b, harness.RoleUser, info.Input, "")
-		r.content(semconv.GenAIInputMessagesKey, string(*b))
+		r.contentScanned(semconv.GenAIInputMessagesKey, string(*b), e.red != nil && !redact.MayContainSecretInJSON(info.Input))
 		e.putBuf(b)
 	}
 	u := &res.Usage
@@ -142,7 +143,7 @@ func (e *Extension) endRun(span trace.Span, r *recorder, info *harness.RunInfo, 
 		if e.cfg.capture {
 			b := e.getBuf()
 			*b = appendTextMessage(*b, harness.RoleAssistant, res.Text, "stop")
-			r.content(semconv.GenAIOutputMessagesKey, string(*b))
+			r.contentScanned(semconv.GenAIOutputMessagesKey, string(*b), e.red != nil && !redact.MayContainSecretInJSON(res.Text))
 			e.putBuf(b)
 		}
 	case harness.StatusPaused:
@@ -325,7 +326,7 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 			*b = append(*b, '[')
 			*b = appendMessage(*b, &resp.Message, finish)
 			*b = append(*b, ']')
-			r.content(semconv.GenAIOutputMessagesKey, string(*b))
+			r.contentScanned(semconv.GenAIOutputMessagesKey, string(*b), e.red != nil && !mayContainSecret(&resp.Message, finish))
 		}
 		e.putBuf(b)
 		if !resp.FirstChunkAt.IsZero() {
@@ -382,7 +383,7 @@ func (e *Extension) cachedValue(slot *atomic.Pointer[cachedValue], h harness.Has
 	*b = enc(*b)
 	// process counts the redaction and the cut; cached() counts them again
 	// for every use, so undo the first count here.
-	v, redacted, cut := e.processCounted(string(key), string(*b))
+	v, redacted, cut := e.processCounted(string(key), string(*b), false)
 	e.putBuf(b)
 	if redacted {
 		e.stats.redacted.Add(-1)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/internal/redact"
 )
 
 func TestAppendMessagesIsValidJSON(t *testing.T) {
@@ -173,5 +175,103 @@ func TestHistoryCacheMatchesFullEncoding(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) { check(s.name, s.do()) })
+	}
+}
+
+// TestMessageScanCoversEncoding checks mayContainSecret against the
+// encoding it stands for: a secret in any one string appendMessage writes
+// is seen; the member names and punctuation hold no candidate word; and
+// for random messages built from fragments of candidate words, control
+// bytes and escapes, a message it calls clean is one whose encoding holds
+// no candidate word, which the built-in rules leave unchanged.
+func TestMessageScanCoversEncoding(t *testing.T) {
+	const secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
+	// build returns a message with every kind of part, whose strings are
+	// all "x" but the one that set changes.
+	build := func(set func(m *harness.Message)) harness.Message {
+		m := harness.Message{Role: harness.RoleAssistant, Content: []harness.Part{
+			{Type: harness.PartText, Text: "x"},
+			{Type: harness.PartReasoning, Text: "x"},
+			{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "x", Name: "x", Input: json.RawMessage(`{"x":"x"}`)}},
+			{Type: harness.PartToolResult, ToolResult: &harness.ToolResult{CallID: "x", Content: "x"}},
+			{Type: "x"},
+		}}
+		if set != nil {
+			set(&m)
+		}
+		return m
+	}
+	plain := build(nil)
+	for _, finish := range []string{"", "stop", "tool_call", "length", "content_filter"} {
+		enc := appendMessage(nil, &plain, finish)
+		if mayContainSecret(&plain, finish) || redact.MayContainSecret(enc) {
+			t.Fatalf("the structure alone is suspect: %s", enc)
+		}
+	}
+	fields := map[string]func(m *harness.Message){
+		"role":           func(m *harness.Message) { m.Role = harness.Role(secret) },
+		"text":           func(m *harness.Message) { m.Content[0].Text = secret },
+		"reasoning":      func(m *harness.Message) { m.Content[1].Text = secret },
+		"call id":        func(m *harness.Message) { m.Content[2].ToolCall.ID = secret },
+		"call name":      func(m *harness.Message) { m.Content[2].ToolCall.Name = secret },
+		"call input":     func(m *harness.Message) { m.Content[2].ToolCall.Input = json.RawMessage(`{"x":"` + secret + `"}`) },
+		"bad call input": func(m *harness.Message) { m.Content[2].ToolCall.Input = json.RawMessage(secret) },
+		"result call id": func(m *harness.Message) { m.Content[3].ToolResult.CallID = secret },
+		"result":         func(m *harness.Message) { m.Content[3].ToolResult.Content = secret },
+		"other type":     func(m *harness.Message) { m.Content[4].Type = harness.PartType(secret) },
+	}
+	for name, set := range fields {
+		m := build(set)
+		enc := string(appendMessage(nil, &m, ""))
+		if redact.Builtin().String(enc) == enc {
+			t.Fatalf("%s: the rules do not see the secret in %s", name, enc)
+		}
+		if !mayContainSecret(&m, "") {
+			t.Errorf("%s: a secret there is not seen", name)
+		}
+	}
+	if m := build(nil); !mayContainSecret(&m, secret) {
+		t.Error("finish: a secret there is not seen")
+	}
+
+	// Random messages from pieces of candidate words, escapes and text.
+	pieces := []string{"to", "ken", "k", "ey", "se", "cret", "pa", "ssw", "au", "thorization", "sk", "-", "be", "arer",
+		"ak", "ia", "as", "aw", "s", "oken", "earer", "ws", "kia", "----", "BEGIN", "://", "u", ":", "p@h", "=", " ", "\"", "\\", "\t", "\b", "\n",
+		"\r", "\f", "\v", "\x1a", "\x1b", "\x1c", "\x00", "\xff", "\u2028", "<", ">", "&", "x", "abcdEFGH1234ijklMNOP5678", "Bearer ", "AKIA"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	str := func() string {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	rb := redact.Builtin()
+	clean := 0
+	for range 20000 {
+		m := build(func(m *harness.Message) {
+			m.Content[0].Text, m.Content[1].Text = str(), str()
+			in, _ := json.Marshal(map[string]string{str(): str()})
+			if rng.IntN(4) == 0 {
+				in = []byte(str()) // not JSON: encoded as a string
+			}
+			m.Content[2].ToolCall = &harness.ToolCall{ID: str(), Name: str(), Input: in}
+			m.Content[3].ToolResult = &harness.ToolResult{CallID: str(), Content: str()}
+		})
+		if mayContainSecret(&m, "") {
+			continue
+		}
+		clean++
+		// Clean means more than unchanged: no candidate word at all.
+		enc := string(appendMessage(nil, &m, ""))
+		if redact.MayContainSecret(enc) {
+			t.Fatalf("called clean, but the rules find a candidate word in\n%q", enc)
+		}
+		if got := rb.String(enc); got != enc {
+			t.Fatalf("called clean, but the rules change it:\n%q\n%q", enc, got)
+		}
+	}
+	if clean < 100 {
+		t.Fatalf("only %d of the random messages were clean: the check tells little", clean)
 	}
 }

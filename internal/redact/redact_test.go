@@ -192,3 +192,24 @@ func BenchmarkStringSecrets(b *testing.B) {
 		_ = red.String(s)
 	}
 }
+
+func TestMayContainSecretInJSON(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"sunny in Paris", false},
+		{`say "hi" \ bye`, false},                   // escapes that start no candidate word
+		{"line\nnext\r\f\x00\x1f\u2028\xff", false}, // the same
+		{"\token=abc", true},                        // "\token" once encoded
+		{"\bearer xyz", true},                       // "\bearer"
+		{"\x1aws", true},                            // "\u001aws"
+		{"\vbearer", true},                          // "\u000bearer"
+		{"my token", true},
+		{"https://u:p@host", true},
+	} {
+		if got := redact.MayContainSecretInJSON(tc.s); got != tc.want {
+			t.Errorf("MayContainSecretInJSON(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}

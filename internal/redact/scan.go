@@ -19,6 +19,26 @@ const (
 // built-in rules only returns s unchanged.
 func MayContainSecret[T string | []byte](s T) bool { return scan(s) != 0 }
 
+// MayContainSecretInJSON reports whether a built-in rule could match s or
+// s encoded as a JSON string (by jsonenc.AppendString): it also answers
+// true for a control byte whose escape ends in a letter that could start
+// a candidate word: "\t", "\b", "\u000b", "\u001a" and "\u001b"
+// ("\token", "\bearer", "\u001aws"). The other escapes end in a byte
+// that starts none ("\n", "\"", "\\", "\u0000", "\ufffd"), and a quote,
+// which every JSON string starts and ends with, is in none. So when it is
+// false for every string of a JSON document whose other text is the
+// caller's own (member names and punctuation that hold no candidate
+// word), the built-in rules leave the document unchanged.
+func MayContainSecretInJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\t', '\b', 0x0b, 0x1a, 0x1b:
+			return true
+		}
+	}
+	return scan(s) != 0
+}
+
 // scan returns the candidate words found in s. It looks at pairs of bytes
 // and checks a word only where a pair starts one.
 func scan[T string | []byte](s T) trig {
@@ -77,14 +97,32 @@ var pairStart = func() (t [256]bool) {
 	return t
 }()
 
-// nameWordAt returns the length of the sensitive word at s[i:], or 0.
+// nameWordAt returns the length of the sensitive word at s[i:], or 0. Its
+// first two bytes, ASCII case folded, tell the one word it can be; only
+// that word's rest is compared.
 func nameWordAt[T string | []byte](s T, i int) int {
-	for _, w := range [...]string{"key", "token", "secret", "passw", "authorization"} {
-		if hasFold(s, i, w) {
-			return len(w)
-		}
+	if i+1 >= len(s) {
+		return 0
 	}
-	return 0
+	var w string
+	switch uint16(s[i]|0x20)<<8 | uint16(s[i+1]|0x20) {
+	case 'k'<<8 | 'e':
+		w = "key"
+	case 't'<<8 | 'o':
+		w = "token"
+	case 's'<<8 | 'e':
+		w = "secret"
+	case 'p'<<8 | 'a':
+		w = "passw"
+	case 'a'<<8 | 'u':
+		w = "authorization"
+	default:
+		return 0
+	}
+	if !hasFold(s, i+2, w[2:]) {
+		return 0
+	}
+	return len(w)
 }
 
 // urlCredentials reports whether the authority that starts at s[i:] may
