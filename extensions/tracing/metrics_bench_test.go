@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -75,27 +74,21 @@ func metricFloor(b *testing.B, rm *metricdata.ResourceMetrics) func(context.Cont
 		for _, md := range sm.Metrics {
 			switch d := md.Data.(type) {
 			case metricdata.Histogram[int64]:
-				for _, dp := range d.DataPoints {
-					h, err := m.Int64Histogram(md.Name, metric.WithUnit(md.Unit), metric.WithExplicitBucketBoundaries(dp.Bounds...))
+				recs, n = histogramFloor(b, recs, n, d.DataPoints, func(bounds []float64) (func(context.Context, int64, ...metric.RecordOption), error) {
+					h, err := m.Int64Histogram(md.Name, metric.WithUnit(md.Unit), metric.WithExplicitBucketBoundaries(bounds...))
 					if err != nil {
-						b.Fatal(err)
+						return nil, err
 					}
-					recs = append(recs, repeat(int(dp.Count), dp.Attributes, func(ctx context.Context, o []metric.RecordOption) {
-						h.Record(ctx, dp.Sum/int64(dp.Count), o...)
-					}))
-					n += int(dp.Count)
-				}
+					return h.Record, nil
+				})
 			case metricdata.Histogram[float64]:
-				for _, dp := range d.DataPoints {
-					h, err := m.Float64Histogram(md.Name, metric.WithUnit(md.Unit), metric.WithExplicitBucketBoundaries(dp.Bounds...))
+				recs, n = histogramFloor(b, recs, n, d.DataPoints, func(bounds []float64) (func(context.Context, float64, ...metric.RecordOption), error) {
+					h, err := m.Float64Histogram(md.Name, metric.WithUnit(md.Unit), metric.WithExplicitBucketBoundaries(bounds...))
 					if err != nil {
-						b.Fatal(err)
+						return nil, err
 					}
-					recs = append(recs, repeat(int(dp.Count), dp.Attributes, func(ctx context.Context, o []metric.RecordOption) {
-						h.Record(ctx, dp.Sum/float64(dp.Count), o...)
-					}))
-					n += int(dp.Count)
-				}
+					return h.Record, nil
+				})
 			default:
 				b.Fatalf("metric %s: %T, not one of the histograms a run without prices records", md.Name, md.Data)
 			}
@@ -111,13 +104,24 @@ func metricFloor(b *testing.B, rm *metricdata.ResourceMetrics) func(context.Cont
 	}
 }
 
-// repeat returns a function that records count times with the set, in
-// options made once, as the extension makes them.
-func repeat(count int, set attribute.Set, rec func(context.Context, []metric.RecordOption)) func(context.Context) {
-	o := []metric.RecordOption{metric.WithAttributeSet(set)}
-	return func(ctx context.Context) {
-		for range count {
-			rec(ctx, o)
+// histogramFloor appends to recs, for every data point, Count recordings
+// of its mean with its attribute set (in options made once, as the
+// extension makes them) on a histogram with its bounds, and adds them to n.
+func histogramFloor[N int64 | float64](b *testing.B, recs []func(context.Context), n int, dps []metricdata.HistogramDataPoint[N],
+	histogram func(bounds []float64) (func(context.Context, N, ...metric.RecordOption), error)) ([]func(context.Context), int) {
+	for _, dp := range dps {
+		record, err := histogram(dp.Bounds)
+		if err != nil {
+			b.Fatal(err)
 		}
+		count, mean := int(dp.Count), dp.Sum/N(dp.Count)
+		opts := []metric.RecordOption{metric.WithAttributeSet(dp.Attributes)}
+		recs = append(recs, func(ctx context.Context) {
+			for range count {
+				record(ctx, mean, opts...)
+			}
+		})
+		n += count
 	}
+	return recs, n
 }
