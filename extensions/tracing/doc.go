@@ -206,7 +206,12 @@
 // secret. Text without any of the words the rules start from costs one
 // pass over its bytes and no allocation; the system instructions and tool
 // definitions are redacted once while they do not change, and each message
-// of the conversation once, when it is first recorded.
+// of the conversation once, when it is first recorded. For a message, that
+// pass reads the strings it holds (texts, tool names, IDs, arguments,
+// results), not the JSON the span carries: the member names and
+// punctuation of that JSON hold none of those words, so a message whose
+// strings have none is left as it is (a control byte whose JSON escape
+// could begin one, as a tab before "oken", makes the rules read the JSON).
 //
 // # Context
 //
