@@ -200,8 +200,15 @@ func startOn(t testing.TB, bin string, otlpPort int, c startConfig) (*Jaeger, er
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	j.PID = cmd.Process.Pid
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once the process is reaped, and waitErr set: a
+	// closed channel tells every reader, so that stop, after waitReady saw
+	// the exit, does not wait for a second one.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	stop := func() {
 		// Only our child, by its PID: interrupt, then kill if it lingers.
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -214,7 +221,7 @@ func startOn(t testing.TB, bin string, otlpPort int, c startConfig) (*Jaeger, er
 		j.client.CloseIdleConnections()
 	}
 
-	if err := j.waitReady(exited); err != nil {
+	if err := j.waitReady(exited, func() error { return waitErr }); err != nil {
 		stop()
 		return nil, fmt.Errorf("%w\n--- jaeger log ---\n%s", err, tail(j.log.String(), 40))
 	}
@@ -229,13 +236,13 @@ func startOn(t testing.TB, bin string, otlpPort int, c startConfig) (*Jaeger, er
 
 // waitReady polls the query API and the OTLP port until both answer, the
 // process exits or startTimeout passes.
-func (j *Jaeger) waitReady(exited <-chan error) error {
+func (j *Jaeger) waitReady(exited <-chan struct{}, waitErr func() error) error {
 	deadline := time.Now().Add(startTimeout)
 	otlpHost := strings.TrimPrefix(j.OTLPEndpoint, "http://")
 	for {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("jaeger exited during start: %v", err)
+		case <-exited:
+			return fmt.Errorf("jaeger exited during start: %v", waitErr())
 		default:
 		}
 		if j.ready(otlpHost) {

@@ -224,3 +224,32 @@ func TestStartConfigFileMissing(t *testing.T) {
 		t.Fatalf("err %v, want one naming the missing file", err)
 	}
 }
+
+// TestStartOnATakenPort: Jaeger exits at once when its OTLP port is
+// taken; StartOTLPPort reports that, promptly, instead of waiting on an
+// exit it has already seen.
+func TestStartOnATakenPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	type result struct {
+		j   *jaegertest.Jaeger
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		j, err := jaegertest.StartOTLPPort(t, port)
+		done <- result{j, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil || !strings.Contains(r.err.Error(), "exited during start") {
+			t.Fatalf("Jaeger on a taken port: %+v, %v", r.j, r.err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("StartOTLPPort still waiting a minute after Jaeger could not bind its port")
+	}
+}
