@@ -222,11 +222,11 @@ func (a *Agent) intercept(ctx context.Context, info *RunInfo, core RunFunc) *Run
 		return core(ctx)
 	}
 	next := core
-	for i := len(ics) - 1; i >= 0; i-- {
+	for i := len(ics) - 1; i >= 1; i-- { // the outermost is called directly
 		ic, inner := ics[i], next
 		next = func(ctx context.Context) *RunResult { return ic.InterceptRun(ctx, info, inner) }
 	}
-	return next(ctx)
+	return ics[0].InterceptRun(ctx, info, next)
 }
 
 // turn runs a turn or its resumption. It owns runMu.
@@ -339,7 +339,10 @@ func (a *Agent) finish(ctx context.Context, res *RunResult, msgStart int, err er
 	// Completion observers run even when ctx is cancelled: they get a
 	// context that keeps ctx's values but not its cancellation.
 	if res.Status != StatusPaused && len(a.exts) > 0 {
-		cctx := context.WithoutCancel(ctx)
+		cctx := ctx
+		if ctx.Done() != nil { // a context that cannot end needs no shield
+			cctx = context.WithoutCancel(ctx)
+		}
 		for i := len(a.exts) - 1; i >= 0; i-- {
 			ec := a.exts[i]
 			if tc, ok := ec.ext.(TurnCompleter); ok {
@@ -482,13 +485,15 @@ func (a *Agent) modelAttempt(ctx context.Context, s *snapshot, req *ModelRequest
 	next := ModelFunc(func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
 		return a.modelCore(ctx, s, req)
 	})
-	for i := len(s.modelIC) - 1; i >= 0; i-- {
+	// The outermost interceptor is called directly: a chain of n costs n
+	// closures, not n+1.
+	for i := len(s.modelIC) - 1; i >= 1; i-- {
 		ic, inner := s.modelIC[i], next
 		next = func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
 			return ic.InterceptModel(ctx, req, inner)
 		}
 	}
-	return next(ctx, req)
+	return s.modelIC[0].InterceptModel(ctx, req, next)
 }
 
 func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest) (*ModelResponse, error) {
@@ -621,13 +626,13 @@ func (a *Agent) tool(ctx context.Context, s *snapshot, res *RunResult, call *Too
 	next := ToolFunc(func(ctx context.Context, call *ToolCall) *ToolResult {
 		return a.toolCore(ctx, s, res, call)
 	})
-	for i := len(s.toolIC) - 1; i >= 0; i-- {
+	for i := len(s.toolIC) - 1; i >= 1; i-- { // the outermost is called directly
 		ic, inner := s.toolIC[i], next
 		next = func(ctx context.Context, call *ToolCall) *ToolResult {
 			return ic.InterceptTool(ctx, call, inner)
 		}
 	}
-	r := next(ctx, call)
+	r := s.toolIC[0].InterceptTool(ctx, call, next)
 	if r == nil {
 		r = errorResult(call, ToolMiddlewareErr, "a tool interceptor returned no result")
 	}
