@@ -184,7 +184,9 @@ type Runtime struct {
 // ([ErrForeignDatabase]), or whose schema is newer than this build's
 // ([ErrSchemaTooNew]) is refused untouched. An in-memory SQLite database
 // ("sqlite::memory:") is refused: DBOS's connections would each see a
-// database of their own.
+// database of their own. On Postgres, processes opening one database at
+// once migrate it one after the other, under an advisory lock that Open
+// waits for as long as ctx allows.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	cfg := config{appName: DefaultAppName, appVersion: DefaultAppVersion, executorID: DefaultExecutorID, poll: 100 * time.Millisecond, lease: DefaultLease}
 	for _, o := range opts {
