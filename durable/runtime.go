@@ -511,7 +511,10 @@ func (rt *Runtime) start(ctx context.Context, agent, input string, opts []RunOpt
 		if reject {
 			wopts = append(wopts, dbos.WithWorkflowIDReusePolicy(dbos.WorkflowIDReusePolicyReject))
 		}
-		h, err = dbos.RunWorkflow(rt.dctx, rt.runWorkflow, in, wopts...)
+		// DBOS executes a run started here only when this call created
+		// its row: the run is new, and its workflow need not look for
+		// recorded steps (freshRun).
+		h, err = dbos.RunWorkflow(dbos.WithValue(rt.dctx, freshRun{}, rc.runID), rt.runWorkflow, in, wopts...)
 	}
 	if err != nil {
 		if errors.Is(err, dbos.ErrWorkflowIDInUse) {
@@ -700,6 +703,12 @@ func (rt *Runtime) notify() {
 // the runner; nil inside a step.
 type wfKey struct{}
 
+// freshRun holds, in the context of a run that Runtime.start executes
+// directly (no queue), the run's ID: DBOS runs the workflow function on
+// that path only when the call inserted the run's row, so the execution
+// is the first one. Recovery, a resume and a dequeue carry no such value.
+type freshRun struct{}
+
 // runState is what the runner needs of the run it serves: the workflow,
 // and for the engine snapshots the agent and the last state written.
 type runState struct {
@@ -793,9 +802,14 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 // runtime's steps table, 2 for the first re-execution. DBOS's
 // recovery_attempts cannot serve: ResumeWorkflow resets it. A first
 // execution that stopped before recording a step is not told apart from
-// a first one: nothing of it was recorded. A fresh run costs one read,
-// no write. When the count cannot be kept, a re-execution is attempt 2.
+// a first one: nothing of it was recorded. A run that Run or Submit
+// executes directly (no queue) is known to be new (freshRun) and costs
+// nothing; a dequeued one costs one read, no write. When the count cannot
+// be kept, a re-execution is attempt 2.
 func (rt *Runtime) execution(ctx context.Context, runID string) int {
+	if id, _ := ctx.Value(freshRun{}).(string); id == runID {
+		return 1
+	}
 	steps, err := dbos.GetWorkflowSteps(rt.dctx, runID, dbos.WithStepsLimit(1), dbos.WithStepsLoadOutput(false))
 	if err != nil {
 		rt.cfg.logger.Warn("durable: cannot tell whether a run is recovered", "run_id", runID, "error", err)
