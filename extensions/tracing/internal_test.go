@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -273,5 +274,22 @@ func TestMessageScanCoversEncoding(t *testing.T) {
 	}
 	if clean < 100 {
 		t.Fatalf("only %d of the random messages were clean: the check tells little", clean)
+	}
+}
+
+// TestHashHex: the prefix-key parts in hex are what encoding/hex gives.
+func TestHashHex(t *testing.T) {
+	var a, b harness.Hash
+	for i := range a {
+		a[i], b[i] = byte(i*37+11), byte(255-i*13)
+	}
+	for _, h := range []harness.Hash{{}, a, b} {
+		if got, want := hexString(h), hex.EncodeToString(h[:]); got != want {
+			t.Errorf("hexString = %s, want %s", got, want)
+		}
+	}
+	ka, kb := hexPair(a, b)
+	if ka != hex.EncodeToString(a[:]) || kb != hex.EncodeToString(b[:]) {
+		t.Errorf("hexPair = %s, %s", ka, kb)
 	}
 }
