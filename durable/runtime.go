@@ -912,35 +912,24 @@ type finishedRun struct {
 	snap bool
 }
 
-// cleanBatch and cleanLinger bound the cleaner's batches: it deletes the
-// rows of up to cleanBatch finished runs in one transaction, and waits up
-// to cleanLinger after a run finished for more to join it, so that runs
-// finishing one after the other do not cost a commit each.
-const (
-	cleanBatch  = 256
-	cleanLinger = 100 * time.Millisecond
-)
-
 // cleaner deletes the rows of finished runs until Close closes cleanCh.
 func (rt *Runtime) cleaner(ch <-chan finishedRun) {
 	defer close(rt.cleanDone)
 	ctx := context.Background()
 	for run := range ch {
 		batch := []finishedRun{run}
-		linger := time.NewTimer(cleanLinger)
 	more:
-		for len(batch) < cleanBatch {
+		for len(batch) < 256 {
 			select {
 			case run, ok := <-ch:
 				if !ok {
 					break more
 				}
 				batch = append(batch, run)
-			case <-linger.C:
+			default:
 				break more
 			}
 		}
-		linger.Stop()
 		db, err := rt.auxDB(ctx)
 		if err == nil {
 			err = db.done(ctx, batch)
