@@ -164,7 +164,7 @@ type hexValue struct {
 // hexString returns h in hex with one allocation.
 func hexString(h harness.Hash) string {
 	var b [hashHexLen]byte
-	encodeHash((*[hashHexLen]byte)(b[:]), &h)
+	encodeHash(&b, &h)
 	return string(b[:])
 }
 
@@ -183,8 +183,8 @@ var hexDigits = func() (t [256]uint16) {
 }()
 
 // encodeHash writes h in hex to dst; hex.Encode, a byte at a time, costs
-// about three times as much, which the two hashes of every chat span
-// notice.
+// more than twice as many instructions, which the two hashes of every
+// chat span notice.
 func encodeHash(dst *[hashHexLen]byte, h *harness.Hash) {
 	for i, v := range h {
 		binary.LittleEndian.PutUint16(dst[2*i:], hexDigits[v])
@@ -233,9 +233,9 @@ func (e *Extension) getKVs() *[]attribute.KeyValue {
 
 // putKVs returns a slice to the pool without clearing it: clearing costs
 // a write barrier for each of its pointers while the garbage collector
-// marks, which made a tenth of the extension's cost, and the values a
-// pooled slice still holds stay reachable only until the slice is used
-// again or the pool drops it, within two collections.
+// marks, on every span, and the values a pooled slice still holds stay
+// reachable only until the slice is used again or the pool drops it,
+// within two collections.
 func (e *Extension) putKVs(p *[]attribute.KeyValue) {
 	if cap(*p) > 256 {
 		return // do not keep huge slices
