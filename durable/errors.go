@@ -42,6 +42,11 @@ var (
 	ErrRegistration = errors.New("durable: invalid registration")
 	// ErrNotLaunched: Run needs Launch first.
 	ErrNotLaunched = errors.New("durable: the runtime is not launched")
+	// ErrExecutorInUse: Launch found the executor ID held by another live
+	// process (of the same application name) on the database; two
+	// processes with one ID would both recover, and so both run, the same
+	// runs. Give each process its own stable ID (WithExecutorID).
+	ErrExecutorInUse = errors.New("durable: the executor ID is in use by another process")
 	// ErrClosed: the runtime was closed.
 	ErrClosed = errors.New("durable: the runtime is closed")
 )

@@ -140,13 +140,22 @@ CREATE TABLE IF NOT EXISTS {P} (
 	}{
 		{&l.execStmt, `INSERT INTO {S} AS s (run_id, step_key, started_ms, n) VALUES ($1, '', $2, 2)
 ON CONFLICT (run_id, step_key) DO UPDATE SET n = s.n + 1 RETURNING n`},
-		{&l.markStmt, `INSERT INTO {S} (run_id, step_key, started_ms, n) VALUES ($1, $2, $3, 1) ON CONFLICT (run_id, step_key) DO NOTHING`},
-		{&l.startStmt, `SELECT started_ms FROM {S} WHERE run_id = $1 AND step_key = $2`},
-		{&l.doneStmt, `DELETE FROM {S} WHERE run_id = $1`},
-		{&l.snapStmt, `INSERT INTO {P} (run_id, step_key, state) VALUES ($1, $2, $3)
+		// The marker, written only while the run's execution count is
+		// the writer's own (the fence: an execution that another one
+		// replaced writes nothing).
+		{&l.markStmt, `INSERT INTO {S} (run_id, step_key, started_ms, n) SELECT $1, $2, $3, 1
+WHERE COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $4
+ON CONFLICT (run_id, step_key) DO NOTHING`},
+		{&l.startStmt, `SELECT (SELECT started_ms FROM {S} WHERE run_id = $1 AND step_key = $2),
+COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1)`},
+		{&l.doneStmt, `DELETE FROM {S} WHERE run_id = $1
+AND COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2`},
+		{&l.snapStmt, `INSERT INTO {P} (run_id, step_key, state) SELECT $1, $2, $3
+WHERE COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $4
 ON CONFLICT (run_id) DO UPDATE SET step_key = excluded.step_key, state = excluded.state`},
 		{&l.loadSnapStmt, `SELECT state FROM {P} WHERE run_id = $1`},
-		{&l.doneSnapStmt, `DELETE FROM {P} WHERE run_id = $1`},
+		{&l.doneSnapStmt, `DELETE FROM {P} WHERE run_id = $1
+AND COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2`},
 	} {
 		if *p.stmt, err = l.db.PrepareContext(ctx, l.q(p.q)); err != nil {
 			l.db.Close()
@@ -215,34 +224,54 @@ func (l *leaseDB) release(ctx context.Context, app, executor, me string) error {
 // the background, in batches (Runtime.finished).
 
 // execution counts one more re-execution of runID and returns its
-// number: 2 for the first.
+// number: 2 for the first. The number is also the execution's fence: the
+// markers, snapshots and deletions of an execution with another number
+// are refused (errFenced).
 func (l *leaseDB) execution(ctx context.Context, runID string) (int, error) {
 	var n int
 	err := l.execStmt.QueryRowContext(ctx, runID, time.Now().UnixMilli()).Scan(&n)
 	return n, err
 }
 
-// mark records that the tool call stepped under key starts now. fresh is
-// false when an earlier execution had started it: start is then the
-// time it first started.
-func (l *leaseDB) mark(ctx context.Context, runID, key string) (start time.Time, fresh bool, err error) {
-	now := time.Now()
-	r, err := l.markStmt.ExecContext(ctx, runID, key, now.UnixMilli())
+// errFenced: the run is executed by a newer execution (its lease moved,
+// or it was resumed elsewhere) than the one that tried to write.
+var errFenced = errors.New("durable: this execution of the run was replaced by a newer one (the run moved to another worker); it stops")
+
+// markTime is the time a marker records, in the precision the database
+// keeps (milliseconds, UTC): a call's first start and its rerun see the
+// same time.
+func markTime() time.Time { return time.UnixMilli(time.Now().UnixMilli()).UTC() }
+
+// mark records that the tool call stepped under key starts now, for
+// execution epoch of the run. fresh is false when an earlier execution
+// had started it: start is then the time it first started. A newer
+// execution than epoch is errFenced, and nothing is written.
+func (l *leaseDB) mark(ctx context.Context, runID, key string, epoch int) (start time.Time, fresh bool, err error) {
+	now := markTime()
+	r, err := l.markStmt.ExecContext(ctx, runID, key, now.UnixMilli(), epoch)
 	if err != nil {
 		return now, false, err
 	}
 	if n, err := r.RowsAffected(); err != nil || n == 1 {
 		return now, err == nil, err
 	}
-	var ms int64
-	if err := l.startStmt.QueryRowContext(ctx, runID, key).Scan(&ms); err != nil {
+	var ms sql.NullInt64
+	var cur int
+	if err := l.startStmt.QueryRowContext(ctx, runID, key).Scan(&ms, &cur); err != nil {
 		return now, false, err
 	}
-	return time.UnixMilli(ms).UTC(), false, nil
+	if cur != epoch {
+		return now, false, errFenced
+	}
+	if !ms.Valid { // deleted in between: only a finished run's rows go
+		return now, false, errFenced
+	}
+	return time.UnixMilli(ms.Int64).UTC(), false, nil
 }
 
 // done deletes the rows of finished runs, and the snapshots of those that
-// have one, in one transaction.
+// have one, in one transaction; the rows of a run are deleted only while
+// its execution count is still that of the execution that finished it.
 func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -254,14 +283,14 @@ func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 		snaps = tx.StmtContext(ctx, l.doneSnapStmt)
 	}
 	for _, r := range runs {
-		if _, err := steps.ExecContext(ctx, r.id); err != nil {
-			tx.Rollback()
-			return err
+		// The snapshot first: the steps' delete takes the count with it.
+		if r.snap {
+			if _, err := snaps.ExecContext(ctx, r.id, r.epoch); err != nil {
+				tx.Rollback()
+				return err
+			}
 		}
-		if !r.snap {
-			continue
-		}
-		if _, err := snaps.ExecContext(ctx, r.id); err != nil {
+		if _, err := steps.ExecContext(ctx, r.id, r.epoch); err != nil {
 			tx.Rollback()
 			return err
 		}
@@ -270,10 +299,17 @@ func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 }
 
 // saveSnapshot writes the run's engine snapshot, taken after the step
-// named key, over the one before.
-func (l *leaseDB) saveSnapshot(ctx context.Context, runID, key string, state []byte) error {
-	_, err := l.snapStmt.ExecContext(ctx, runID, key, string(state))
-	return err
+// named key by execution epoch, over the one before; errFenced when a
+// newer execution runs the run.
+func (l *leaseDB) saveSnapshot(ctx context.Context, runID, key string, epoch int, state []byte) error {
+	r, err := l.snapStmt.ExecContext(ctx, runID, key, string(state), epoch)
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err == nil && n == 0 {
+		return errFenced
+	}
+	return nil
 }
 
 // loadSnapshot reads the run's last engine snapshot; nil when it has none.

@@ -46,6 +46,9 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 	if rs == nil {
 		return fn(ctx)
 	}
+	if rs.fenced.Load() {
+		return nil, errFenced
+	}
 	inner := inStep(ctx)
 	resp, err := dbos.RunAsStep(rs.wf, func(context.Context) (resp *harness.ModelResponse, err error) {
 		defer func() {
@@ -55,6 +58,7 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 		}()
 		return fn(inner)
 	}, dbos.WithStepName(s.Key))
+	rs.fence(err)
 	r.rt.snapshot(rs, s.Key)
 	return resp, err
 }
@@ -86,7 +90,10 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 					res, err = nil, fmt.Errorf("durable: tool step %s panicked: %v", s.Key, p)
 				}
 			}()
-			start, fresh, err := r.rt.mark(inner, s.RunID, name)
+			if rs.fenced.Load() {
+				return stepError(s, errFenced), nil
+			}
+			start, fresh, err := r.rt.mark(inner, rs, name)
 			if err != nil {
 				return stepError(s, fmt.Errorf("record that the call starts: %w", err)), nil
 			}
@@ -98,14 +105,14 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 		}
 		if len(steps) == 1 {
 			res, err := dbos.RunAsStep(wf, body, dbos.WithStepName(name))
-			if err != nil {
+			if rs.fence(err) != nil {
 				res = stepError(s, err)
 			}
 			out[i] = res
 			continue
 		}
 		ch, err := dbos.Go(wf, body, dbos.WithStepName(name))
-		if err != nil {
+		if rs.fence(err) != nil {
 			out[i] = stepError(s, err)
 			continue
 		}
@@ -117,7 +124,7 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 		}
 		o := <-ch
 		out[i] = o.Result
-		if o.Err != nil {
+		if rs.fence(o.Err) != nil {
 			out[i] = stepError(steps[i], o.Err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -157,6 +158,7 @@ type Runtime struct {
 	queue  string // the runs' queue; "" runs them where they start
 	dsn    string
 	super  *supervisor
+	lock   executorLock // held from Launch to Close
 
 	auxMu sync.Mutex
 	aux   *leaseDB // see auxDB
@@ -290,6 +292,21 @@ func (rt *Runtime) Launch(ctx context.Context) error {
 	}
 	rt.launched = true
 	rt.mu.Unlock()
+	// Before DBOS recovers this executor's runs: another live process
+	// with the same ID would run them too.
+	lock, err := rt.lockExecutor(ctx)
+	if err != nil {
+		rt.mu.Lock()
+		rt.launched = false
+		rt.mu.Unlock()
+		if errors.Is(err, ErrExecutorInUse) {
+			return err
+		}
+		return fmt.Errorf("durable: launch: lock executor ID %q: %w", rt.cfg.executorID, err)
+	}
+	rt.mu.Lock()
+	rt.lock = lock
+	rt.mu.Unlock()
 	if rt.queue != "" {
 		var qopts []dbos.QueueOption
 		if rt.cfg.workers > 0 {
@@ -349,6 +366,9 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		rt.aux.close()
 	}
 	rt.auxMu.Unlock()
+	if rt.lock != nil {
+		rt.lock.release()
+	}
 	return rt.closeErr
 }
 
@@ -717,6 +737,23 @@ type runState struct {
 	agent *harness.Agent
 	snap  context.Context // the run's context, marked harness.AsSnapshot
 	last  []byte          // the extension state last written or loaded
+	// epoch is the execution's number (1 for the first), its fence in
+	// the runtime's tables.
+	epoch int
+	// fenced is set once the execution learnt that a newer one runs the
+	// run (DBOS refused to record its step, or the steps table its
+	// marker): it then runs no more model requests or tools, writes
+	// nothing, and leaves the run's rows to the newer execution.
+	fenced atomic.Bool
+}
+
+// fence notes that err, returned by a DBOS step or the steps table, says
+// that a newer execution owns the run; it returns err.
+func (rs *runState) fence(err error) error {
+	if err != nil && (errors.Is(err, errFenced) || errors.Is(err, dbos.ErrConflictingWorkflowID)) {
+		rs.fenced.Store(true)
+	}
+	return err
 }
 
 // runWorkflow is the durable run: it builds the agent, runs the turn,
@@ -755,7 +792,8 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 	rs := &runState{wf: ctx, runID: runID, agent: agent}
 	hctx := harness.ContextWithRunID(context.WithValue(ctx, wfKey{}, rs), runID)
 	rs.snap = harness.AsSnapshot(hctx)
-	if n := rt.execution(ctx, runID); n > 1 {
+	rs.epoch = rt.execution(ctx, runID)
+	if n := rs.epoch; n > 1 {
 		hctx = harness.ContextRecovered(hctx, n)
 		if err := rt.restore(ctx, rs); err != nil {
 			return runOutput{}, err
@@ -790,8 +828,10 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		}
 		out.Session = data
 	}
-	if ctx.Err() == nil { // a run stopped by Close stays pending, its markers needed
-		rt.finished(finishedRun{runID, rs.last != nil})
+	// A run stopped by Close stays pending, its markers needed; a fenced
+	// execution's run belongs to a newer one.
+	if ctx.Err() == nil && !rs.fenced.Load() {
+		rt.finished(finishedRun{id: runID, snap: rs.last != nil, epoch: rs.epoch})
 	}
 	return out, nil
 }
@@ -799,35 +839,45 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 // execution returns which execution of the run this is: 1 for a run with
 // no recorded step, else (a re-execution after its process stopped:
 // recovery at Launch, a lease supervisor's resume) its count in the
-// runtime's steps table, 2 for the first re-execution. DBOS's
-// recovery_attempts cannot serve: ResumeWorkflow resets it. A first
-// execution that stopped before recording a step is not told apart from
-// a first one: nothing of it was recorded. A run that Run or Submit
-// executes directly (no queue) is known to be new (freshRun) and costs
-// nothing; a dequeued one costs one read, no write. When the count cannot
-// be kept, a re-execution is attempt 2.
+// runtime's steps table, 2 for the first re-execution. The number is the
+// execution's fence too: the steps table refuses the markers, snapshots
+// and deletions of an execution whose number is no longer the run's.
+// DBOS's recovery_attempts cannot serve: ResumeWorkflow resets it. A
+// first execution that stopped before recording a step is not told apart
+// from a first one: nothing of it was recorded, and DBOS refuses its
+// first step's record once another execution owns the run. A run that Run
+// or Submit executes directly (no queue) is known to be new (freshRun)
+// and costs nothing; a dequeued one costs one read, no write. While the
+// database cannot be read the execution waits (until the runtime closes):
+// a wrong count would fence it, or another.
 func (rt *Runtime) execution(ctx context.Context, runID string) int {
 	if id, _ := ctx.Value(freshRun{}).(string); id == runID {
 		return 1
 	}
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		n, err := rt.count(ctx, runID)
+		if err == nil {
+			return n
+		}
+		rt.cfg.logger.Warn("durable: cannot count the executions of a run; trying again", "run_id", runID, "error", err)
+		select {
+		case <-ctx.Done():
+			return n
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (rt *Runtime) count(ctx context.Context, runID string) (int, error) {
 	steps, err := dbos.GetWorkflowSteps(rt.dctx, runID, dbos.WithStepsLimit(1), dbos.WithStepsLoadOutput(false))
-	if err != nil {
-		rt.cfg.logger.Warn("durable: cannot tell whether a run is recovered", "run_id", runID, "error", err)
-		return 1
+	if err != nil || len(steps) == 0 {
+		return 1, err
 	}
-	if len(steps) == 0 {
-		return 1
-	}
-	n := 2
 	db, err := rt.auxDB(ctx)
-	if err == nil {
-		n, err = db.execution(ctx, runID)
-	}
 	if err != nil {
-		rt.cfg.logger.Warn("durable: cannot count the executions of a recovered run", "run_id", runID, "error", err)
-		return 2
+		return 2, err
 	}
-	return n
+	return db.execution(ctx, runID)
 }
 
 // restore gives a re-executed run's extensions the state of its last
@@ -858,6 +908,9 @@ func (rt *Runtime) restore(ctx context.Context, rs *runState) error {
 // loop over its extensions. A failure is logged: the run's steps are
 // recorded apart, and the next step tries again.
 func (rt *Runtime) snapshot(rs *runState, key string) {
+	if rs.fenced.Load() {
+		return
+	}
 	state, err := rs.agent.SaveExtensionState(rs.snap)
 	if err == nil && bytes.Equal(state, rs.last) {
 		return
@@ -865,8 +918,11 @@ func (rt *Runtime) snapshot(rs *runState, key string) {
 	if err == nil {
 		var db *leaseDB
 		if db, err = rt.auxDB(rs.snap); err == nil {
-			err = db.saveSnapshot(context.WithoutCancel(rs.snap), rs.runID, key, state)
+			err = rs.fence(db.saveSnapshot(context.WithoutCancel(rs.snap), rs.runID, key, rs.epoch, state))
 		}
+	}
+	if errors.Is(err, errFenced) {
+		return
 	}
 	if err != nil {
 		rt.cfg.logger.Warn("durable: cannot write the extension state of a run", "run_id", rs.runID, "step", key, "error", err)
@@ -876,12 +932,13 @@ func (rt *Runtime) snapshot(rs *runState, key string) {
 }
 
 // mark writes the marker of a tool call about to start (leaseDB.mark).
-func (rt *Runtime) mark(ctx context.Context, runID, key string) (time.Time, bool, error) {
+func (rt *Runtime) mark(ctx context.Context, rs *runState, key string) (time.Time, bool, error) {
 	db, err := rt.auxDB(ctx)
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	return db.mark(ctx, runID, key)
+	start, fresh, err := db.mark(ctx, rs.runID, key, rs.epoch)
+	return start, fresh, rs.fence(err)
 }
 
 // finished queues a finished run's rows for deletion from the steps
@@ -908,8 +965,9 @@ func (rt *Runtime) finished(run finishedRun) {
 // finishedRun names a finished run whose rows the cleaner deletes; snap
 // says whether it has an engine snapshot (it wrote or loaded one).
 type finishedRun struct {
-	id   string
-	snap bool
+	id    string
+	snap  bool
+	epoch int // the execution that finished it
 }
 
 // cleaner deletes the rows of finished runs until Close closes cleanCh.
