@@ -209,8 +209,22 @@ func TestKillMidSafeTool(t *testing.T) {
 		if res.Status != harness.StatusCompleted || res.Text != "done: c1=safe-ok[ok]" {
 			t.Fatalf("result %+v", res)
 		}
-		if c := counts(t, dir); c["model 1"] != 1 || c["tool safe rs/tool/1/c1"] != 2 || c["model 2"] != 1 {
+		c := counts(t, dir)
+		if c["model 1"] != 1 || c["tool safe rs/tool/1/c1"] != 2 || c["model 2"] != 1 {
 			t.Fatalf("counters %v", c)
+		}
+		// harness.Now is the same time, to the nanosecond, on both attempts.
+		nows := 0
+		for line, n := range c {
+			if strings.HasPrefix(line, "now rs/tool/1/c1 ") {
+				nows++
+				if n != 2 {
+					t.Fatalf("harness.Now differs between the attempts: %v", c)
+				}
+			}
+		}
+		if nows != 1 {
+			t.Fatalf("harness.Now lines: %v", c)
 		}
 	})
 }
@@ -239,7 +253,10 @@ func TestResumeCrashedRunFromAnotherProcess(t *testing.T) {
 		if c["model 1"] != 1 || c["tool safe rr/tool/1/c1"] != 2 || c["model 2"] != 1 || c["start rr attempt=2 recovered=true"] != 1 {
 			t.Fatalf("counters %v", c)
 		}
-		if _, err := rt.Resume(ctxT(t), "rr"); !errors.Is(err, ErrNotPaused) || !strings.Contains(err.Error(), "success") {
+		_, err = rt.Resume(ctxT(t), "rr")
+		var e *Error
+		if !errors.Is(err, ErrNotPaused) || !strings.Contains(err.Error(), "it is finished") || strings.Contains(err.Error(), "success") ||
+			!errors.As(err, &e) || e.RunID != "rr" || e.Op != "resume" || e.Class != ErrNotPaused {
 			t.Fatalf("resume a finished run: %v", err)
 		}
 		if _, err := rt.Resume(ctxT(t), "nobody"); !errors.Is(err, ErrUnknownRun) {

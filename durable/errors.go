@@ -47,6 +47,15 @@ var (
 	// processes with one ID would both recover, and so both run, the same
 	// runs. Give each process its own stable ID (WithExecutorID).
 	ErrExecutorInUse = errors.New("durable: the executor ID is in use by another process")
+	// ErrVersionMismatch: the run is pinned to another application
+	// version than the runtime's (WithAppVersion); no worker of this
+	// version runs, recovers or resumes it, so the runtime neither waits
+	// for it nor moves it.
+	ErrVersionMismatch = errors.New("durable: the run belongs to another application version")
+	// ErrDatabase: the database failed or could not be reached. Calls that
+	// wait (Run, Wait, Resume) wait such errors out until their context
+	// ends; the others return them.
+	ErrDatabase = errors.New("durable: database error")
 	// ErrClosed: the runtime was closed.
 	ErrClosed = errors.New("durable: the runtime is closed")
 )

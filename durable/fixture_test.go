@@ -111,7 +111,7 @@ func results(req *harness.ModelRequest) string {
 }
 
 // agents are the fixture's agent names.
-var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "work", "spill"}
+var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "work", "spill", "stall"}
 
 func factory(dir, agent string) Factory {
 	return func(ctx context.Context) ([]harness.Option, error) {
@@ -134,7 +134,12 @@ func factory(dir, agent string) Factory {
 					return callMsg(harnesstest.Call("c1", "work", map[string]any{})), nil
 				case "spill":
 					return callMsg(harnesstest.Call("c1", "big", map[string]any{})), nil
+				case "stall":
+					return callMsg(harnesstest.Call("c1", "stall", map[string]any{})), nil
 				}
+			}
+			if agent == "stall" && req.Step == 2 {
+				return callMsg(harnesstest.Call("c2", "stall", map[string]any{})), nil
 			}
 			if agent == "spill" {
 				switch req.Step {
@@ -162,7 +167,8 @@ func factory(dir, agent string) Factory {
 		guarded := tool("guarded", harness.ReplayUnsafe, false, func(context.Context) (string, error) { return "deployed", nil })
 		guarded.Permission = harness.PermissionAsk
 		tools := []*harness.Tool{
-			tool("safe", harness.ReplaySafe, false, func(context.Context) (string, error) {
+			tool("safe", harness.ReplaySafe, false, func(ctx context.Context) (string, error) {
+				count(dir, "now "+harness.ExecutionKey(ctx)+" "+harness.Now(ctx).Format(time.RFC3339Nano))
 				killOnce(dir, "safe")
 				return "safe-ok", nil
 			}),
@@ -199,6 +205,13 @@ func factory(dir, agent string) Factory {
 					fmt.Fprintf(&b, "line %d\n", i)
 				}
 				return b.String(), nil
+			}),
+			tool("stall", harness.ReplayUnsafe, false, func(ctx context.Context) (string, error) {
+				// Long enough for a SIGSTOP to land inside it.
+				count(dir, "in "+executor()+" "+harness.ExecutionKey(ctx))
+				time.Sleep(1500 * time.Millisecond)
+				count(dir, "out "+executor()+" "+harness.ExecutionKey(ctx))
+				return "stall-ok", nil
 			}),
 			tool("bomb", harness.ReplayUnsafe, false, func(context.Context) (string, error) {
 				killOnce(dir, "bomb")

@@ -36,12 +36,15 @@ type leaseDB struct {
 	steps    string // the runs' executions and tool-call markers
 	kv       string // extension storage (storage.go)
 	snaps    string // the engine snapshots of extension state
+	answers  string // the first answer given to each question (Reply)
 	postgres bool
 
 	// Prepared once: these run on every run and tool call.
 	execStmt, markStmt, startStmt, doneStmt *sql.Stmt
 	// The engine snapshots: written when extension state changed.
 	snapStmt, loadSnapStmt, doneSnapStmt *sql.Stmt
+	// The answers: written by Reply, deleted with a run that asked.
+	doneAnswersStmt *sql.Stmt
 }
 
 // nowMs is the database's clock in Unix milliseconds: every worker
@@ -61,6 +64,7 @@ func (l *leaseDB) q(query string) string {
 	query = strings.ReplaceAll(query, "{S}", l.steps)
 	query = strings.ReplaceAll(query, "{KV}", l.kv)
 	query = strings.ReplaceAll(query, "{P}", l.snaps)
+	query = strings.ReplaceAll(query, "{A}", l.answers)
 	query = strings.ReplaceAll(query, "{NOW}", l.nowMs())
 	if !l.postgres {
 		query = numbered.ReplaceAllString(query, "?$1")
@@ -72,10 +76,10 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	l := &leaseDB{}
 	var err error
 	if path, ok := sqlitePath(dsn); ok {
-		l.table, l.steps, l.kv, l.snaps = "harnessx_workers", "harnessx_steps", "harnessx_storage", "harnessx_snapshots"
+		l.table, l.steps, l.kv, l.snaps, l.answers = "harnessx_workers", "harnessx_steps", "harnessx_storage", "harnessx_snapshots", "harnessx_answers"
 		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	} else { // Open refuses SQLite DSNs without a file
-		l.table, l.steps, l.kv, l.snaps, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", "harnessx.snapshots", true
+		l.table, l.steps, l.kv, l.snaps, l.answers, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", "harnessx.snapshots", "harnessx.answers", true
 		l.db, err = sql.Open("pgx", dsn)
 	}
 	if err != nil {
@@ -113,6 +117,12 @@ CREATE TABLE IF NOT EXISTS {P} (
 	run_id   TEXT NOT NULL PRIMARY KEY,
 	step_key TEXT NOT NULL,
 	state    TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {A} (
+	run_id TEXT NOT NULL,
+	ask_id TEXT NOT NULL,
+	answer TEXT NOT NULL,
+	PRIMARY KEY (run_id, ask_id)
 )`
 	for _, s := range strings.Split(l.q(stmts), ";\n") {
 		// Two workers creating the schema at once on Postgres: one may
@@ -154,6 +164,7 @@ AND COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2`},
 WHERE COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $4
 ON CONFLICT (run_id) DO UPDATE SET step_key = excluded.step_key, state = excluded.state`},
 		{&l.loadSnapStmt, `SELECT state FROM {P} WHERE run_id = $1`},
+		{&l.doneAnswersStmt, `DELETE FROM {A} WHERE run_id = $1`},
 		{&l.doneSnapStmt, `DELETE FROM {P} WHERE run_id = $1
 AND COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2`},
 	} {
@@ -166,7 +177,7 @@ AND COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2`},
 }
 
 func (l *leaseDB) close() {
-	for _, s := range []*sql.Stmt{l.execStmt, l.markStmt, l.startStmt, l.doneStmt, l.snapStmt, l.loadSnapStmt, l.doneSnapStmt} {
+	for _, s := range []*sql.Stmt{l.execStmt, l.markStmt, l.startStmt, l.doneStmt, l.snapStmt, l.loadSnapStmt, l.doneSnapStmt, l.doneAnswersStmt} {
 		if s != nil {
 			s.Close()
 		}
@@ -233,6 +244,18 @@ func (l *leaseDB) execution(ctx context.Context, runID string) (int, error) {
 	return n, err
 }
 
+// attempt returns the run's execution count, 1 when it has none and 0
+// when it has no rows (it finished, or never started a tool call after a
+// recovery).
+func (l *leaseDB) attempt(ctx context.Context, runID string) (int, error) {
+	var n int
+	err := l.db.QueryRowContext(ctx, l.q(`SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''`), runID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 1, nil
+	}
+	return n, err
+}
+
 // errFenced: the run is executed by a newer execution (its lease moved,
 // or it was resumed elsewhere) than the one that tried to write.
 var errFenced = errors.New("durable: this execution of the run was replaced by a newer one (the run moved to another worker); it stops")
@@ -282,7 +305,17 @@ func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 	if slices.ContainsFunc(runs, func(r finishedRun) bool { return r.snap }) {
 		snaps = tx.StmtContext(ctx, l.doneSnapStmt)
 	}
+	var answers *sql.Stmt
+	if slices.ContainsFunc(runs, func(r finishedRun) bool { return r.asked }) {
+		answers = tx.StmtContext(ctx, l.doneAnswersStmt)
+	}
 	for _, r := range runs {
+		if r.asked {
+			if _, err := answers.ExecContext(ctx, r.id); err != nil {
+				tx.Rollback()
+				return err
+			}
+		}
 		// The snapshot first: the steps' delete takes the count with it.
 		if r.snap {
 			if _, err := snaps.ExecContext(ctx, r.id, r.epoch); err != nil {
@@ -310,6 +343,18 @@ func (l *leaseDB) saveSnapshot(ctx context.Context, runID, key string, epoch int
 		return errFenced
 	}
 	return nil
+}
+
+// answer records ans as the answer to the question askID of runID, unless
+// one was recorded before; it returns the answer that stands.
+func (l *leaseDB) answer(ctx context.Context, runID, askID string, ans []byte) ([]byte, error) {
+	if _, err := l.db.ExecContext(ctx, l.q(`INSERT INTO {A} (run_id, ask_id, answer) VALUES ($1, $2, $3) ON CONFLICT (run_id, ask_id) DO NOTHING`),
+		runID, askID, string(ans)); err != nil {
+		return nil, err
+	}
+	var got string
+	err := l.db.QueryRowContext(ctx, l.q(`SELECT answer FROM {A} WHERE run_id = $1 AND ask_id = $2`), runID, askID).Scan(&got)
+	return []byte(got), err
 }
 
 // loadSnapshot reads the run's last engine snapshot; nil when it has none.

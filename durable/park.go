@@ -31,7 +31,8 @@ func approvalWorkflow(ctx dbos.Context, in approvalInput) ([]harness.Decision, e
 // askInput is the input of the ask workflow a tool's question starts.
 type askInput struct {
 	RunID   string             `json:"run_id"`
-	Key     string             `json:"key"` // the asking call's execution key
+	Key     string             `json:"key"`            // the asking call's execution key
+	Tool    string             `json:"tool,omitempty"` // the asking tool's name
 	Request harness.AskRequest `json:"request"`
 }
 
@@ -63,21 +64,46 @@ type PendingApproval struct {
 type PendingAsk struct {
 	RunID string
 	// Key is the execution key of the asking tool call.
-	Key     string
+	Key string
+	// Tool is the name of the asking tool.
+	Tool    string
 	Request harness.AskRequest
 	Since   time.Time
 }
 
+// PendingOption narrows [Runtime.Pending].
+type PendingOption func(*pendingConfig)
+
+type pendingConfig struct{ runID string }
+
+// PendingOf lists only what the run runID waits for.
+func PendingOf(runID string) PendingOption { return func(c *pendingConfig) { c.runID = runID } }
+
 // Pending lists the approvals and questions that runs of this
 // application wait for, oldest first, from the database: it sees the runs
-// of every process.
-func (rt *Runtime) Pending(ctx context.Context) (*Pending, error) {
+// of every process. [PendingOf] narrows it to one run.
+func (rt *Runtime) Pending(ctx context.Context, opts ...PendingOption) (*Pending, error) {
+	var c pendingConfig
+	for _, o := range opts {
+		o(&c)
+	}
 	dc, end := rt.within(ctx)
 	defer end()
-	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterName(approvalWorkflowName, askWorkflowName),
-		dbos.WithFilterStatus(dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued), dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false))
+	p, err := rt.pending(dc, c.runID)
+	return p, opError("pending", c.runID, err)
+}
+
+// pending lists the open approvals and questions, of one run when runID
+// is not empty.
+func (rt *Runtime) pending(dc dbos.Context, runID string) (*Pending, error) {
+	filters := []dbos.ListWorkflowsOption{dbos.WithFilterName(approvalWorkflowName, askWorkflowName),
+		dbos.WithFilterStatus(dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued), dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false)}
+	if runID != "" {
+		filters = append(filters, dbos.WithFilterWorkflowIDPrefix(runID+"/"))
+	}
+	ws, err := dbos.ListWorkflows(dc, filters...)
 	if err != nil {
-		return nil, fmt.Errorf("durable: pending: %w", err)
+		return nil, err
 	}
 	p := &Pending{}
 	for _, w := range ws {
@@ -85,15 +111,21 @@ func (rt *Runtime) Pending(ctx context.Context) (*Pending, error) {
 		case approvalWorkflowName:
 			var in approvalInput
 			if err := decodeAny(w.Input, &in); err != nil {
-				return nil, fmt.Errorf("durable: pending: approval %s: %w", w.ID, err)
+				return nil, fmt.Errorf("approval %s: %w", w.ID, err)
+			}
+			if runID != "" && in.RunID != runID {
+				continue // a run whose ID extends runID's
 			}
 			p.Approvals = append(p.Approvals, PendingApproval{RunID: in.RunID, Requests: in.Paused.Pending, Since: w.CreatedAt})
 		case askWorkflowName:
 			var in askInput
 			if err := decodeAny(w.Input, &in); err != nil {
-				return nil, fmt.Errorf("durable: pending: ask %s: %w", w.ID, err)
+				return nil, fmt.Errorf("ask %s: %w", w.ID, err)
 			}
-			p.Asks = append(p.Asks, PendingAsk{RunID: in.RunID, Key: in.Key, Request: in.Request, Since: w.CreatedAt})
+			if runID != "" && in.RunID != runID {
+				continue
+			}
+			p.Asks = append(p.Asks, PendingAsk{RunID: in.RunID, Key: in.Key, Tool: in.Tool, Request: in.Request, Since: w.CreatedAt})
 		}
 	}
 	slices.SortStableFunc(p.Approvals, func(a, b PendingApproval) int { return a.Since.Compare(b.Since) })
@@ -144,52 +176,60 @@ func (rt *Runtime) openApproval(dc dbos.Context, runID string) (*approvalInput, 
 func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harness.Decision) (*harness.RunResult, error) {
 	dc, end := rt.within(ctx)
 	defer end()
-	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
-		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
-	if err != nil {
-		return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
-	}
-	if len(ws) == 0 {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRun, runID)
-	}
-	ap, err := rt.openApproval(dc, runID)
+	ws, err := rt.runRow(dc, "resume", runID)
 	if err != nil {
 		return nil, err
 	}
+	finished := ws.Status != dbos.WorkflowStatusPending && ws.Status != dbos.WorkflowStatusEnqueued && ws.Status != dbos.WorkflowStatusDelayed
+	if !finished {
+		// A run of another version is neither moved nor waited for: no
+		// worker of this version would take it.
+		if err := rt.checkVersion("resume", ws); err != nil {
+			return nil, err
+		}
+	}
+	ap, err := rt.openApproval(dc, runID)
+	if err != nil {
+		return nil, opError("resume", runID, err)
+	}
 	if ap == nil {
 		if len(decisions) == 0 {
-			switch ws[0].Status {
-			case dbos.WorkflowStatusEnqueued:
+			switch ws.Status {
+			case dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusDelayed:
 				return rt.Wait(ctx, runID)
 			case dbos.WorkflowStatusPending:
 				if err := rt.recoverRun(dc, runID); err != nil {
-					return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
+					return nil, opError("resume", runID, err)
 				}
 				return rt.Wait(ctx, runID)
 			}
 		}
-		return nil, fmt.Errorf("%w: run %s is %s", ErrNotPaused, runID, strings.ToLower(string(ws[0].Status)))
+		msg := "it is " + stateWord(ws.Status)
+		if !finished {
+			msg += ", not paused on approvals"
+		}
+		return nil, &Error{Op: "resume", RunID: runID, Class: ErrNotPaused, Msg: msg}
 	}
 	if err := checkDecisions(ap.Paused.Pending, decisions); err != nil {
-		return nil, fmt.Errorf("run %s: %w", runID, err)
+		return nil, opError("resume", runID, err)
 	}
 	id := fmt.Sprintf("%s/approval/%d", runID, ap.Seq)
 	if err := dbos.Send(dc, id, decisions, decisionsTopic, dbos.WithIdempotencyKey(id)); err != nil {
-		return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
+		return nil, opError("resume", runID, err)
 	}
 	// Wait until the decisions are taken, so that Wait does not report
 	// the pause they answer.
 	for {
 		ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
-		if err != nil {
-			return nil, fmt.Errorf("durable: resume %s: %w", runID, err)
+		if err != nil && !transient(err) {
+			return nil, opError("resume", runID, err)
 		}
-		if len(ws) == 1 && ws[0].Status != dbos.WorkflowStatusPending && ws[0].Status != dbos.WorkflowStatusEnqueued {
+		if err == nil && len(ws) == 1 && ws[0].Status != dbos.WorkflowStatusPending && ws[0].Status != dbos.WorkflowStatusEnqueued {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("durable: resume %s: decisions sent, not taken yet: %w", runID, context.Cause(ctx))
+			return nil, &Error{Op: "resume", RunID: runID, Msg: "the decisions are sent and not taken yet", Err: context.Cause(ctx)}
 		case <-time.After(rt.cfg.poll):
 		}
 	}
@@ -245,25 +285,28 @@ func checkDecisions(pending []harness.ApprovalRequest, ds []harness.Decision) er
 // with another answer it is [ErrAlreadyAnswered]. An unknown run is
 // [ErrUnknownRun], an unknown question [ErrUnknownAsk].
 func (rt *Runtime) Reply(ctx context.Context, runID, askID string, ans harness.Answer) error {
+	err := rt.reply(ctx, runID, askID, ans)
+	return opError("reply", runID, err)
+}
+
+func (rt *Runtime) reply(ctx context.Context, runID, askID string, ans harness.Answer) error {
 	id := askWorkflowID(runID, askID)
 	dc, end := rt.within(ctx)
 	defer end()
 	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterName(askWorkflowName),
 		dbos.WithFilterLoadInput(true), dbos.WithFilterLoadOutput(false))
 	if err != nil {
-		return fmt.Errorf("durable: reply %s: %w", id, err)
+		return err
 	}
 	if len(ws) == 0 {
-		runs, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
-			dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
-		if err == nil && len(runs) == 0 {
-			return fmt.Errorf("%w: %q", ErrUnknownRun, runID)
+		if _, err := rt.runRow(dc, "reply", runID); err != nil {
+			return err
 		}
-		return fmt.Errorf("%w: run %s has no question %q", ErrUnknownAsk, runID, askID)
+		return fmt.Errorf("%w: the run has no question %q", ErrUnknownAsk, askID)
 	}
 	var in askInput
 	if err := decodeAny(ws[0].Input, &in); err != nil {
-		return fmt.Errorf("durable: reply %s: %w", id, err)
+		return fmt.Errorf("question %q: %w", askID, err)
 	}
 	req := in.Request
 	if ans.Kind == "" {
@@ -282,25 +325,45 @@ func (rt *Runtime) Reply(ctx context.Context, runID, askID string, ans harness.A
 	}
 	switch ws[0].Status {
 	case dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued:
-		if err := dbos.Send(dc, id, ans, answerTopic, dbos.WithIdempotencyKey(id)); err != nil {
-			return fmt.Errorf("durable: reply %s: %w", id, err)
+		// The first answer stands: it is recorded before it is sent, so
+		// that a different second one is refused even while the first
+		// is on its way (a message's idempotency key alone would drop
+		// the second one silently).
+		db, err := rt.auxDB(ctx)
+		if err != nil {
+			return err
 		}
-		return nil
+		enc, err := json.Marshal(ans)
+		if err != nil {
+			return err
+		}
+		stood, err := db.answer(ctx, runID, askID, enc)
+		if err != nil {
+			return err
+		}
+		var first harness.Answer
+		if err := json.Unmarshal(stood, &first); err != nil {
+			return fmt.Errorf("question %q: the recorded answer: %w", askID, err)
+		}
+		if first != ans {
+			return fmt.Errorf("%w: question %q, with another answer", ErrAlreadyAnswered, askID)
+		}
+		return dbos.Send(dc, id, ans, answerTopic, dbos.WithIdempotencyKey(id))
 	case dbos.WorkflowStatusSuccess:
 		h, err := dbos.RetrieveWorkflow[harness.Answer](dc, id)
 		if err != nil {
-			return fmt.Errorf("durable: reply %s: %w", id, err)
+			return err
 		}
 		got, err := h.GetResult()
 		if err != nil {
-			return fmt.Errorf("durable: reply %s: %w", id, err)
+			return err
 		}
 		if got != ans {
-			return fmt.Errorf("%w: question %q of run %s", ErrAlreadyAnswered, askID, runID)
+			return fmt.Errorf("%w: question %q, with another answer", ErrAlreadyAnswered, askID)
 		}
 		return nil
 	default:
-		return fmt.Errorf("%w: question %q of run %s is %s", ErrAlreadyAnswered, askID, runID, strings.ToLower(string(ws[0].Status)))
+		return fmt.Errorf("%w: question %q is %s", ErrAlreadyAnswered, askID, stateWord(ws[0].Status))
 	}
 }
 

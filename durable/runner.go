@@ -65,6 +65,9 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 
 type startKey struct{}
 
+// askRun holds, in a tool call's context, the run the call belongs to.
+type askRun struct{}
+
 // Tools runs each call as a step, started in slice order; a group of
 // several runs its steps in parallel (dbos.Go). A call that an earlier
 // execution started but did not record was interrupted: a ReplaySafe call
@@ -97,7 +100,7 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 			if err != nil {
 				return stepError(s, fmt.Errorf("record that the call starts: %w", err)), nil
 			}
-			c := context.WithValue(inner, startKey{}, start)
+			c := context.WithValue(context.WithValue(inner, startKey{}, start), askRun{}, rs)
 			if !fresh && s.Replay != harness.ReplaySafe {
 				return fn(harness.InterruptedContext(c), i), nil
 			}
@@ -143,10 +146,13 @@ func stepError(s *harness.Step, err error) *harness.ToolResult {
 // run again after a crash finds the same workflow, and so the recorded
 // answer, without asking again.
 func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskRequest) (harness.Answer, error) {
-	if s == nil {
+	rs, _ := ctx.Value(askRun{}).(*runState)
+	if s == nil || rs == nil {
+		// Only a tool call of a durable run has a run to park.
 		return harness.Answer{}, fmt.Errorf("%w: outside a durable run", harness.ErrAskUnsupported)
 	}
-	h, err := dbos.RunWorkflow(r.rt.dctx, askWorkflow, askInput{RunID: s.RunID, Key: s.Key, Request: req},
+	rs.asked.Store(true)
+	h, err := dbos.RunWorkflow(r.rt.dctx, askWorkflow, askInput{RunID: s.RunID, Key: s.Key, Tool: s.Call.Name, Request: req},
 		dbos.WithWorkflowID(askWorkflowID(s.RunID, req.ID)))
 	if err != nil {
 		return harness.Answer{}, fmt.Errorf("durable: ask %s: %w", req.ID, err)

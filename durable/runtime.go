@@ -546,7 +546,12 @@ func (rt *Runtime) start(ctx context.Context, agent, input string, opts []RunOpt
 }
 
 // await waits for the run's outcome through its handle, or for its pause.
-// The goroutine reading the handle ends with the run or at Close.
+// The handle's result is taken as it is only when it is an outcome: when
+// it fails (the database did not answer, the run's execution moved
+// elsewhere) the database says what became of the run, and a database
+// that does not answer is waited for, until ctx ends: a run is never
+// reported failed because its outcome could not be read. The goroutine
+// reading the handle ends with the run or at Close.
 func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandle[runOutput], opts ...dbos.GetResultOption) (*harness.RunResult, error) {
 	type outcome struct {
 		out runOutput
@@ -554,40 +559,63 @@ func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandl
 	}
 	dc, end := rt.within(ctx)
 	defer end()
-	done := make(chan outcome, 1)
-	go func() {
-		out, err := h.GetResult(opts...)
-		done <- outcome{out, err}
-	}()
+	var done chan outcome
+	if h != nil {
+		done = make(chan outcome, 1)
+		go func() {
+			out, err := h.GetResult(opts...)
+			done <- outcome{out, err}
+		}()
+	}
+	failures := 0
 	for {
 		rt.mu.Lock()
 		changed := rt.changed
 		rt.mu.Unlock()
+		wait := rt.cfg.poll
+		if failures > 0 {
+			wait = min(rt.cfg.poll<<min(failures, 6), 5*time.Second)
+		}
 		select {
 		case o := <-done:
-			if o.err != nil {
-				if res, fin, err := rt.state(dc, runID); err == nil && fin {
-					return res, res.Err // cancelled, failed: as recorded
-				}
-				res := &harness.RunResult{RunID: runID, Status: harness.StatusFailed, Err: &RunError{RunID: runID, Msg: o.err.Error()}}
+			if o.err == nil {
+				res := o.out.result()
 				return res, res.Err
 			}
-			res := o.out.result()
-			return res, res.Err
+			done = nil // from here on, the database tells
 		case <-ctx.Done():
-			return nil, fmt.Errorf("durable: wait for run %s: %w", runID, context.Cause(ctx))
+			return nil, &Error{Op: "wait", RunID: runID, Err: context.Cause(ctx)}
 		case <-changed:
-		case <-time.After(rt.cfg.poll):
+		case <-time.After(wait):
 		}
-		ap, err := rt.openApproval(dc, runID)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("durable: wait for run %s: %w", runID, context.Cause(ctx))
+		var res *harness.RunResult
+		var fin bool
+		var err error
+		if done != nil {
+			// The handle reports the outcome; only a pause is looked for.
+			var ap *approvalInput
+			if ap, err = rt.openApproval(dc, runID); err == nil && ap != nil {
+				res, fin = ap.Paused.result(), true
 			}
-			return nil, err
+		} else {
+			res, fin, err = rt.state(dc, runID)
 		}
-		if ap != nil {
-			return ap.Paused.result(), nil
+		switch {
+		case err == nil && fin:
+			if res.Status == harness.StatusPaused {
+				return res, nil
+			}
+			return res, res.Err
+		case err == nil:
+			failures = 0
+		case ctx.Err() != nil:
+			return nil, &Error{Op: "wait", RunID: runID, Err: context.Cause(ctx)}
+		case !transient(err):
+			return nil, opError("wait", runID, err)
+		default:
+			if failures++; failures == 1 || failures%20 == 0 {
+				rt.cfg.logger.Warn("durable: cannot read a run's state; waiting for the database", "run_id", runID, "error", err, "failures", failures)
+			}
 		}
 	}
 }
@@ -637,17 +665,44 @@ func (rt *Runtime) sessionState(ctx context.Context, session string) (string, []
 
 // Wait waits until the run finishes or pauses on approvals, and returns
 // its result (see [Runtime.Run]). It works from any process: it reads the
-// run's state from the database. An unknown run is [ErrUnknownRun].
+// run's state from the database. An unknown run is [ErrUnknownRun]; a run
+// that has not finished and is pinned to another application version
+// than the runtime's is [ErrVersionMismatch] at once (no worker of this
+// version runs it). While the database does not answer, Wait waits for
+// it, until ctx ends.
 func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, error) {
 	dc, end := rt.within(ctx)
 	defer end()
-	res, done, err := rt.state(dc, runID)
-	if err != nil || done {
-		return res, err
+	for failures := 0; ; failures++ {
+		res, done, err := rt.state(dc, runID)
+		if err == nil && done {
+			return res, res.Err
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || !transient(err) {
+			return nil, opError("wait", runID, err)
+		}
+		if failures == 0 {
+			rt.cfg.logger.Warn("durable: cannot read a run's state; waiting for the database", "run_id", runID, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, opError("wait", runID, context.Cause(ctx))
+		case <-time.After(min(rt.cfg.poll<<min(failures, 6), 5*time.Second)):
+		}
 	}
-	h, err := dbos.RetrieveWorkflow[runOutput](dc, runID)
-	if err != nil {
-		return nil, fmt.Errorf("durable: run %s: %w", runID, err)
+	ws, err := rt.runRow(dc, "wait", runID)
+	if err == nil {
+		err = rt.checkVersion("wait", ws)
+	}
+	if err != nil && !transient(err) {
+		return nil, err
+	}
+	var h dbos.WorkflowHandle[runOutput]
+	if err == nil {
+		h, _ = dbos.RetrieveWorkflow[runOutput](dc, runID) // without a handle, await polls
 	}
 	return rt.await(ctx, runID, h, dbos.WithHandlePollingInterval(rt.cfg.poll))
 }
@@ -660,7 +715,7 @@ func (rt *Runtime) state(dc dbos.Context, runID string) (*harness.RunResult, boo
 		return nil, false, fmt.Errorf("durable: run %s: %w", runID, err)
 	}
 	if len(ws) == 0 {
-		return nil, false, fmt.Errorf("%w: %q", ErrUnknownRun, runID)
+		return nil, false, &Error{Op: "wait", RunID: runID, Class: ErrUnknownRun}
 	}
 	switch ws[0].Status {
 	case dbos.WorkflowStatusSuccess, dbos.WorkflowStatusError:
@@ -745,6 +800,8 @@ type runState struct {
 	// marker): it then runs no more model requests or tools, writes
 	// nothing, and leaves the run's rows to the newer execution.
 	fenced atomic.Bool
+	// asked is set when a tool of the run asked a question.
+	asked atomic.Bool
 }
 
 // fence notes that err, returned by a DBOS step or the steps table, says
@@ -831,7 +888,7 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 	// A run stopped by Close stays pending, its markers needed; a fenced
 	// execution's run belongs to a newer one.
 	if ctx.Err() == nil && !rs.fenced.Load() {
-		rt.finished(finishedRun{id: runID, snap: rs.last != nil, epoch: rs.epoch})
+		rt.finished(finishedRun{id: runID, snap: rs.last != nil, asked: rs.asked.Load(), epoch: rs.epoch})
 	}
 	return out, nil
 }
@@ -967,7 +1024,8 @@ func (rt *Runtime) finished(run finishedRun) {
 type finishedRun struct {
 	id    string
 	snap  bool
-	epoch int // the execution that finished it
+	asked bool // it asked questions: their answers go too
+	epoch int  // the execution that finished it
 }
 
 // cleaner deletes the rows of finished runs until Close closes cleanCh.
