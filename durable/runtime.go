@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // the default database
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/harnessx/harnessx/harness"
@@ -203,6 +205,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	if dsn == "" {
 		dsn = DefaultDSN
 	}
+	if err := checkEnvOverrides(cfg); err != nil {
+		return nil, err
+	}
 	path, file := sqlitePath(dsn)
 	switch {
 	case file:
@@ -226,7 +231,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 		defer unlock()
 	}
 	for attempt := 1; ; attempt++ {
-		dctx, err = dbos.NewContext(ctx, dbos.Config{
+		dctx, err = newDBOSContext(ctx, dbos.Config{
 			AppName:            cfg.appName,
 			DatabaseURL:        dsn,
 			ApplicationVersion: cfg.appVersion,
@@ -253,6 +258,50 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	dbos.RegisterWorkflow(dctx, askWorkflow, dbos.WithWorkflowName(askWorkflowName))
 	dbos.RegisterWorkflow(dctx, approvalWorkflow, dbos.WithWorkflowName(approvalWorkflowName))
 	return rt, nil
+}
+
+// newDBOSContext makes the runtime's DBOS context. DBOS derives the
+// context of everything it runs from the one it is given: ctx bounds the
+// making only (a context cancelled after Open returns must not end the
+// runtime), so DBOS gets ctx without its cancellation, and an Open whose
+// ctx ends first returns at once and closes the context made late.
+func newDBOSContext(ctx context.Context, cfg dbos.Config) (dbos.Context, error) {
+	type made struct {
+		dctx dbos.Context
+		err  error
+	}
+	ch := make(chan made, 1)
+	go func() {
+		dctx, err := dbos.NewContext(context.WithoutCancel(ctx), cfg)
+		ch <- made{dctx, err}
+	}()
+	select {
+	case m := <-ch:
+		return m.dctx, m.err
+	case <-ctx.Done():
+		go func() {
+			if m := <-ch; m.err == nil {
+				dbos.Shutdown(m.dctx, 5*time.Second)
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// checkEnvOverrides refuses DBOS's environment variables that would
+// silently replace the runtime's application version (DBOS__APPVERSION)
+// or executor ID (DBOS__VMID): recovery and the lease depend on both.
+func checkEnvOverrides(cfg config) error {
+	for _, v := range []struct{ env, opt, want string }{
+		{"DBOS__APPVERSION", "WithAppVersion", cfg.appVersion},
+		{"DBOS__VMID", "WithExecutorID", cfg.executorID},
+	} {
+		if got := os.Getenv(v.env); got != "" && got != v.want {
+			return fmt.Errorf("durable: the environment sets %s=%q, which would override %s(%q) inside DBOS: unset it, or pass the value with %s",
+				v.env, got, v.opt, v.want, v.opt)
+		}
+	}
+	return nil
 }
 
 // Register makes an agent available to runs under name. Register every
@@ -1074,6 +1123,13 @@ func lockMigrations(ctx context.Context, dsn string) (unlock func(), err error) 
 		return nil, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "3D000" { // invalid_catalog_name: no such database
+		if err := createDatabase(ctx, cfg.ConnConfig); err != nil {
+			return nil, err
+		}
+		conn, err = pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -1102,6 +1158,39 @@ func lockMigrations(ctx context.Context, dsn string) (unlock func(), err error) 
 		_, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", migrateLockKey)
 		conn.Close(ctx)
 	}, nil
+}
+
+// createDatabase creates the database that cc names, connected to the
+// server's "postgres" database (then "template1") with the same role. A
+// role that may not create databases gets an error that names the
+// database and what to do.
+func createDatabase(ctx context.Context, cc *pgx.ConnConfig) error {
+	name := cc.Database
+	var conn *pgx.Conn
+	var err error
+	for _, maint := range []string{"postgres", "template1"} {
+		c := cc.Copy()
+		c.Database = maint
+		if conn, err = pgx.ConnectConfig(ctx, c); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("database %q does not exist, and the server's maintenance database could not be reached to create it: %w", name, err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe) && pe.Code == "42P04": // duplicate_database: another process made it
+		return nil
+	case errors.As(err, &pe) && pe.Code == "42501": // insufficient_privilege
+		return fmt.Errorf("database %q does not exist and role %q may not create it: create it (CREATE DATABASE %s) or grant CREATEDB to the role",
+			name, cc.User, pgx.Identifier{name}.Sanitize())
+	}
+	return fmt.Errorf("database %q does not exist, and creating it failed: %w", name, err)
 }
 
 // migrationRace tells a failed DBOS migration that lost a race with

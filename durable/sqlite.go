@@ -40,6 +40,9 @@ func sqlitePath(dsn string) (path string, ok bool) {
 // SQLite database, one that belongs to another application, and one whose
 // DBOS schema is newer than this build's. A missing or empty file is fine.
 func checkSQLite(ctx context.Context, path string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("durable: open %s: %w", path, context.Cause(ctx))
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -81,6 +84,15 @@ func checkSQLite(ctx context.Context, path string) error {
 	rows.Close()
 	if len(tables) == 0 {
 		return nil
+	}
+	// A damaged page past the header reads as a database until a query
+	// reaches it: check every page before DBOS writes into it.
+	var verdict string
+	if err := db.QueryRowContext(ctx, `PRAGMA quick_check(1)`).Scan(&verdict); err != nil {
+		return fmt.Errorf("%w: %s: it failed its integrity check: %v", ErrNotDatabase, path, err)
+	}
+	if verdict != "ok" {
+		return fmt.Errorf("%w: %s: it failed its integrity check (%s); restore it from a backup, or move it away to start anew", ErrNotDatabase, path, verdict)
 	}
 	hasMigrations := false
 	for _, t := range tables {
