@@ -37,7 +37,9 @@
 // ("postgres://user:pass@host:5432/db?sslmode=disable", or key=value)
 // serves several machines with the same code; the role needs to create
 // the database (or it exists) and the "dbos" schema, or the schema is
-// migrated beforehand with DBOS's CLI. Several processes may open a new
+// migrated beforehand with DBOS's CLI; a missing database is created
+// when the role may (CREATEDB), and Open names it otherwise. Several
+// processes may open a new
 // Postgres database at once: Open migrates under a Postgres advisory lock,
 // so they migrate it one after the other (DBOS's migrations take no lock
 // of their own, and two at once fail on each other's columns or wait on
@@ -46,7 +48,13 @@
 // as long as its context allows. Open refuses a file that is not a
 // SQLite database ([ErrNotDatabase]), another application's database
 // ([ErrForeignDatabase]) and a schema newer than this build
-// ([ErrSchemaTooNew]) without writing to them.
+// ([ErrSchemaTooNew]) without writing to them; a SQLite file whose pages
+// fail SQLite's integrity check (quick_check) is not a database either.
+// The context given to Open bounds Open only: cancelling it later ends
+// nothing of the runtime. DBOS reads two environment variables that
+// would silently replace the runtime's options, DBOS__APPVERSION and
+// DBOS__VMID; Open refuses them unless they equal [WithAppVersion] and
+// [WithExecutorID].
 //
 // # Executor IDs and versions
 //
@@ -61,10 +69,26 @@
 // a launched process with another's ID would run that one's runs too. A
 // dead worker whose ID never returns leaves its runs pending until the
 // lease moves them (next section), or until any process moves one with
-// [Runtime.Resume] and no decisions. The version is pinned, unlike DBOS's
+// [Runtime.Resume] and no decisions.
+//
+// Launch takes a lock on its executor ID (and application name) that
+// lives as long as the process: an flock on a file beside a SQLite
+// database ("<database>-executor-<hash>.lock"), a session advisory lock on
+// Postgres. A second live process launched with the same ID is refused
+// with [ErrExecutorInUse], instead of recovering, and so running, the
+// same runs; a process that died (killed included) holds nothing, so its
+// restart gets the ID back at once. On Postgres the lock goes with the
+// connection that holds it: after the server restarted, a process is no
+// longer protected against a twin until it launches again.
+//
+// The version is pinned, unlike DBOS's
 // default (a hash of the binary, which strands every pending run after a
 // rebuild); bump it when a change makes recorded runs replay differently:
-// workers dequeue and resume only runs of their own version.
+// workers dequeue and resume only runs of their own version. A run that
+// has not finished and is pinned to another version is neither waited
+// for nor moved by a runtime of this one: [Runtime.Wait] and
+// [Runtime.Resume] return [ErrVersionMismatch] at once, naming both
+// versions; a finished run's outcome reads from any version.
 //
 // # Several machines
 //
@@ -87,7 +111,7 @@
 // ([WithWorkerConcurrency]: a limit per worker, stored with the queue in
 // the database, so give every worker the same) and runs it; the queue is
 // polled about once a second. A run that waits for an approval or an
-// answer keeps its slot.
+// answer keeps its slot (see Not done).
 //
 // DBOS recovers at Launch only the runs of the executor ID that launches.
 // For a worker that dies and does not come back, the runtime keeps a
@@ -107,19 +131,53 @@
 // its heartbeat too: its unfinished runs move after the lease unless it
 // comes back first, with its executor ID, and recovers them itself.
 //
-// The caveat: a lease tells a dead worker from a silent one only by time.
-// A worker that was only slow (a stall longer than the lease: a stopped
-// VM, a partitioned network) may still have a tool call in flight when
-// its run moves. DBOS fences it: the resume takes the run's ownership, so
-// the old worker's next step of that run is discarded with an error and
-// only the new worker records the run's steps and outcome. But the call
-// in flight may have
-// had its effect, and the new worker finds its marker without an
-// outcome: a ReplayUnsafe tool gets the interrupted result, as after a
-// crash, and a ReplaySafe tool runs again, possibly at the same time as
-// the old call. Tools with effects should pass [harness.ExecutionKey] as
-// the idempotency key of what they call, and the lease should be well
-// above the longest stall a live worker may have.
+// # Fencing: a stalled worker never repeats an unsafe call
+//
+// A lease tells a dead worker from a silent one only by time. A worker
+// that was only stalled longer than the lease (a stopped VM, a long GC
+// pause, a partitioned network) wakes up with runs that have moved. Two
+// fences keep it from doing their work again:
+//
+//   - DBOS's: resuming a run gives it a new owner, and the old execution's
+//     next step record is refused.
+//   - The runtime's own: every execution of a run has a number (its
+//     attempt, counted in the steps table) and writes its tool-call
+//     markers, its engine snapshots and, once finished, the deletion of
+//     the run's rows only while that number is still the run's. An
+//     execution that learns it was replaced (from either fence) stops:
+//     it requests no more model responses, runs no more tools and writes
+//     nothing; the newer execution records the run and its outcome.
+//
+// So a ReplayUnsafe call runs at most once: the call in flight when the
+// worker stalled may finish (its effect happened once), and the new
+// owner, finding its marker without an outcome, reports it interrupted
+// to the model, as after a crash. A ReplaySafe call may run again, even
+// at the same time as the stalled one. Tools with effects should pass
+// [harness.ExecutionKey] as the idempotency key of what they call, and
+// the lease should be well above the longest stall a live worker may
+// have.
+//
+// TestStalledWorkerNeverRepeatsAnUnsafeCall checks it with real
+// processes on SQLite and Postgres: two workers run a stream of runs
+// whose ReplayUnsafe calls last 1.5 s, and twenty times the worker in the
+// middle of such a call is stopped (SIGSTOP) for 1.5 times the lease and
+// continued (SIGCONT); every call runs once, by the counters the tools
+// append to a file, and every run completes. Before the runtime's own
+// fence, a finished (fenced) execution deleted the run's markers, and the
+// same test saw 18 of 126 calls run two to four times.
+//
+// # Outcomes, state and errors
+//
+// [Runtime.Status] reports where a run stands (queued, running, waiting
+// for an answer, paused for approvals, completed, failed, cancelled), its
+// application version, executor, attempt and the questions it waits on,
+// without side effects. [Runtime.Run], [Runtime.Wait] and [Runtime.Resume]
+// report a run failed only when the database says it failed: while the
+// database does not answer they wait, until their context ends (tested
+// with a Postgres stopped for 15 s in the middle of a run's tool call).
+// Errors of calls about a run are [*Error]: errors.As gives the call, the
+// run and the class, one of the Err… sentinels (errors.Is matches them
+// too); [ErrDatabase] is the class of a database that failed.
 //
 // # What is recorded, and what repeats on recovery
 //
@@ -143,7 +201,8 @@
 // interrupted by the crash: a ReplaySafe tool runs again from its start, a ReplayUnsafe tool
 // does not, and the model gets [harness.InterruptedResult] (status
 // interrupted). A model request interrupted mid-flight is requested again.
-// [harness.Now] inside a tool returns the time the call first started.
+// [harness.Now] inside a tool returns the time the call first started, in
+// milliseconds (UTC), the same on every attempt.
 //
 // A re-execution knows it is one: the run's invoke_agent span carries
 // harnessx.recovered and harnessx.run.attempt and links to the crashed
@@ -174,7 +233,12 @@
 // [Runtime.Reply]; the tool waits for it. A tool run again after a crash
 // finds the recorded answer, or the same open question, without asking
 // twice. [Runtime.Pending] lists the open approvals and questions of every
-// run in the database.
+// run in the database, or of one ([PendingOf]), each question with the
+// tool that asks it. The first answer stands: it is recorded before it is
+// sent, so a different second [Runtime.Reply] is [ErrAlreadyAnswered]
+// whether the question still waits or was answered. [harness.AskUser]
+// through [Runtime.Runner] outside a durable run is
+// [harness.ErrAskUnsupported].
 //
 // # Sessions
 //
@@ -242,10 +306,8 @@
 //
 // # Not done
 //
-//   - The lease has no fencing of its own beyond DBOS's (see Several
-//     machines); a worker that returns after its runs moved and a
-//     supervisor resuming them at the same moment may, in a narrow
-//     window, both start one of them (its steps still record once).
+//   - A run parked on a question or an approval holds its worker's queue
+//     slot ([WithWorkerConcurrency]) while it waits.
 //   - Per-machine concurrency limits need one queue per machine: DBOS
 //     stores a queue's worker limit once for all workers.
 //   - Errors of a recorded run come back as text ([RunError]), not as

@@ -1043,8 +1043,22 @@ func (rt *Runtime) mark(ctx context.Context, rs *runState, key string) (time.Tim
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	start, fresh, err := db.mark(ctx, rs.runID, key, rs.epoch)
-	return start, fresh, rs.fence(err)
+	// A database that does not answer is waited for, as DBOS waits to
+	// record a step: a call that did not start must not be reported.
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		start, fresh, err := db.mark(ctx, rs.runID, key, rs.epoch)
+		if err == nil || errors.Is(err, errFenced) || ctx.Err() != nil {
+			return start, fresh, rs.fence(err)
+		}
+		if wait == 100*time.Millisecond {
+			rt.cfg.logger.Warn("durable: cannot record that a tool call starts; waiting for the database", "run_id", rs.runID, "step", key, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return start, fresh, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // finished queues a finished run's rows for deletion from the steps
