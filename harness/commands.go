@@ -66,8 +66,10 @@ func (ec *ExtensionContext) RegisterCommand(c Command) (*Handle, error) {
 	}
 	a := ec.agent
 	e := &c
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
+	if err := a.lockReg(); err != nil {
+		return nil, err
+	}
+	defer a.unlockReg()
 	if a.reg.commands[c.Name] != nil {
 		return nil, fmt.Errorf("%w: /%s is already registered", ErrDuplicateCommand, c.Name)
 	}
@@ -75,7 +77,7 @@ func (ec *ExtensionContext) RegisterCommand(c Command) (*Handle, error) {
 		a.reg.commands = map[string]*Command{}
 	}
 	a.reg.commands[c.Name] = e
-	a.rebuild()
+	a.changed()
 	return a.track(ec, func() {
 		if a.reg.commands[c.Name] == e {
 			delete(a.reg.commands, c.Name)

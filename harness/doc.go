@@ -123,9 +123,12 @@
 //     [ToolTransform], which sees the base catalog (tools from WithTools and
 //     registrations, or the previous transform's output) and returns the
 //     catalog. The catalog is rebuilt from the base at every registration
-//     change and [ExtensionContext.RefreshTools], so a refresh cannot undo
-//     a policy, an edit never applies twice, and a removed source's tools
-//     disappear. Deferral applies after the transforms.
+//     change (all of one Install's registrations are one change) and
+//     [ExtensionContext.RefreshTools], so a refresh cannot undo a policy,
+//     an edit never applies twice, and a removed source's tools
+//     disappear. Deferral applies after the transforms. A transform must
+//     not change registrations ([ErrInTransform]); one that panics is
+//     skipped and reported to [EventHookFailed] hooks.
 //   - Instructions: [ExtensionContext.Instructions] sets named sections of
 //     the system prompt, in key order, between the base prompt and the
 //     prompt providers' texts.

@@ -123,6 +123,9 @@ func Approved(ctx context.Context) bool {
 // run the command again but returns the recorded result, with
 // [CommandRun.Replayed] set. A command that failed is not recorded.
 func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error) {
+	if a.installing.Load() {
+		return nil, fmt.Errorf("%w: Run during an extension's Install", ErrInstalling)
+	}
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
 	if a.closed.Load() {
@@ -168,6 +171,9 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 // decision's reason. A decision for an unknown request, or a missing
 // decision, is an error and changes nothing.
 func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, error) {
+	if a.installing.Load() {
+		return nil, fmt.Errorf("%w: Resume during an extension's Install", ErrInstalling)
+	}
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
 	if a.closed.Load() {
