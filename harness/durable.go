@@ -354,7 +354,8 @@ func toolKey(run string, step int, id string, pos int) string {
 // middleware and hooks — "<run id>/model/<step>". Elsewhere it returns "".
 // A tool can pass it to an external API as an idempotency key, so that a
 // call rerun after a crash does not act twice. It is available with or
-// without a [StepRunner] and equals [Step.Key] of the step.
+// without a [StepRunner] and equals [Step.Key] of the step. A tool that
+// needs its call ID alone reads [ToolCallID] rather than parse the key.
 func ExecutionKey(ctx context.Context) string {
 	switch s := ctx.Value(scopeKey{}).(type) {
 	case *toolScope:
@@ -363,6 +364,19 @@ func ExecutionKey(ctx context.Context) string {
 		return s.key()
 	}
 	return ""
+}
+
+// ToolCallID returns the ID of the tool call ctx belongs to — inside its
+// handler, interceptors, middleware and hooks — as the model sent it
+// ([ToolCall.ID]), and true; outside a tool call, "" and false. A call
+// the model sent without an ID gives "" and true (its [ExecutionKey]
+// names it by position instead). Inside a model request it returns ""
+// and false, as it does in run interceptors and turn callbacks.
+func ToolCallID(ctx context.Context) (string, bool) {
+	if s, ok := ctx.Value(scopeKey{}).(*toolScope); ok {
+		return s.orig.ID, true
+	}
+	return "", false
 }
 
 // Now returns the current time, as recorded by the [StepRunner] when it

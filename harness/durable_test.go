@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -531,5 +532,62 @@ func TestNow(t *testing.T) {
 	}
 	if time.Since(harness.Now(context.Background())) > time.Minute {
 		t.Error("Now outside a step is not the real time")
+	}
+}
+
+// A tool, its middleware and its hooks read the call's ID with
+// ToolCallID, with or without a runner; elsewhere there is none.
+func TestToolCallID(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		runner harness.StepRunner
+	}{{"direct", nil}, {"runner", ht.NewStepRunner()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []string
+			add := func(where string, ctx context.Context) {
+				id, ok := harness.ToolCallID(ctx)
+				mu.Lock()
+				got = append(got, fmt.Sprintf("%s %q %v", where, id, ok))
+				mu.Unlock()
+			}
+			script := ht.NewScriptedProvider(
+				ht.Response{ToolCalls: []harness.ToolCall{ht.Call("c1", "id", `{}`), ht.Call("", "id", `{}`)}},
+				ht.Reply("ok"))
+			p := harness.ProviderFunc(func(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+				add("provider", ctx)
+				return script.Generate(ctx, req)
+			})
+			tool := harness.MustTool(harness.NewTool("id", "", func(ctx context.Context, _ struct{}) (string, error) {
+				add("tool", ctx)
+				return "ok", nil
+			}))
+			opts := []harness.Option{harness.WithTools(tool),
+				harness.WithMiddleware(harness.ToolCallFunc(func(ctx context.Context, call *harness.ToolCall) (harness.ToolAction, error) {
+					add("middleware", ctx)
+					return harness.ToolAction{}, nil
+				})),
+				harness.WithHook(harness.EventToolCallEnd, func(ctx context.Context, _ *harness.Event) error {
+					add("hook", ctx)
+					return nil
+				})}
+			if tc.runner != nil {
+				opts = append(opts, harness.WithStepRunner(tc.runner))
+			}
+			a := newAgent(t, p, opts...)
+			if _, err := a.Run(harness.ContextWithRunID(context.Background(), "r1"), "go"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{`provider "" false`,
+				`middleware "c1" true`, `tool "c1" true`, `hook "c1" true`,
+				`middleware "" true`, `tool "" true`, `hook "" true`,
+				`provider "" false`}
+			if !slices.Equal(got, want) {
+				t.Errorf("IDs:\n got %q\nwant %q", got, want)
+			}
+			if id, ok := harness.ToolCallID(context.Background()); id != "" || ok {
+				t.Errorf("outside a call: %q, %v", id, ok)
+			}
+		})
 	}
 }
