@@ -29,6 +29,7 @@ type Option func(*config)
 //   - a random session ID;
 //   - no retries (providers built on vendor SDKs retry themselves);
 //   - no step runner: model requests and tool calls run directly;
+//   - no answerer for AskUser (WithAsker);
 //   - state directory DefaultStateDir, with the file store of Storage.
 type config struct {
 	provider    Provider
@@ -44,6 +45,7 @@ type config struct {
 	sessionID   string
 	retry       RetryPolicy
 	steps       StepRunner
+	answer      AnswerFunc
 	pricing     func(model string, u Usage) (usd float64, ok bool)
 	stateDir    string
 	stateDirSet bool

@@ -145,7 +145,9 @@
 //     it with [ExtensionContext.Require] — fails its install with an
 //     [*UnsupportedError] naming the feature.
 //   - In a tool: [Update] publishes live metadata to [EventToolUpdate]
-//     hooks; [AskUser] asks the user a durable question.
+//     hooks; [AskUser] asks the user a question (durable with a durable
+//     runtime, else through the application's [WithAsker]);
+//     [ToolCallID] and [ExecutionKey] name the call.
 //   - Before-execution middleware edits the input ([ToolCall.SetInput]),
 //     blocks ([Block]) or asks for a durable approval ([Ask]); after-execution
 //     middleware replaces the result. [ToolCallFunc] and [ToolResultFunc]
@@ -217,12 +219,20 @@
 // (the runner calls the step with [InterruptedContext], so interceptors,
 // hooks and result middleware see that result like any other).
 //
-// [AskUser] lets a tool ask the user a question (confirm, select, input)
-// through a runner that implements [Asker]: the runtime parks the
-// question and stores the answer under the question's ID, which is
-// derived from the execution key and so is the same when the tool runs
-// again after a crash. Only ReplaySafe tools may ask, since the asking
-// tool reruns from its start.
+// [AskUser] lets a tool ask the user a question (confirm, select, input).
+// A runner that implements [Asker] parks the question and stores the
+// answer under the question's ID, which is derived from the execution key
+// and so is the same when the tool runs again after a crash; it serves
+// ReplaySafe tools only, since the asking tool reruns from its start.
+// The questions no runner takes — no durable runtime, a tool that is not
+// ReplaySafe, a call outside the runner's durable runs (its Ask then
+// returns [ErrAskUnsupported]) — go to the application's answerer,
+// installed with [WithAsker], in process; with none, AskUser returns
+// ErrAskUnsupported. The runner comes first because its answers survive
+// a crash. The answerer is an [AnswerFunc], a function rather than an
+// interface such as Asker: an application writes it inline or passes a
+// method value (WithAsker(prompter.Answer)), and it has no [Step] to
+// deal with, which only a runner needs.
 //
 // Recorded steps are not run again, but everything around them may be: on
 // recovery the turn-start and turn-end callbacks, prompt providers, run

@@ -33,8 +33,10 @@ var (
 	// [ContextWithRunID] that is empty, too long or not printable, and by
 	// Resume for one that is not the paused run's.
 	ErrInvalidRunID = errors.New("harness: invalid run ID")
-	// ErrAskUnsupported is returned by [AskUser] outside a tool call, or when no
-	// step runner implementing [Asker] is installed.
+	// ErrAskUnsupported is returned by [AskUser] outside a tool call, or when
+	// no one can answer: no answerer ([WithAsker]) and no step runner
+	// implementing [Asker] that can serve the call. An Asker returns it
+	// (wrapped) for a call outside its durable runs.
 	ErrAskUnsupported = errors.New("harness: ask unsupported")
 	// ErrAskNotReplaySafe is returned by [AskUser] called from a tool that is not
 	// ReplaySafe.
