@@ -190,7 +190,7 @@ type Agent struct {
 
 	runMu   sync.Mutex // serializes runs; guards prefix and cmdRuns
 	prefix  prefixHasher
-	cmdRuns map[string]*CommandRun // command runs by run ID, when the agent has no storage
+	cmdRuns map[string]*commandRecord // command runs by run ID, when the agent has no storage
 
 	histMu   sync.Mutex // guards messages and pending (see appendMessage)
 	messages []Message

@@ -137,8 +137,10 @@
 //     command's output comes back in [RunResult.Command] (and as Text); a
 //     prompt it returns becomes an ordinary run. Under a run ID from
 //     [ContextWithRunID] the command run is recorded, so a retried
-//     submission does not run it twice. An unknown command fails with
-//     [ErrUnknownCommand], listing the available ones.
+//     submission does not run it twice, nor submit its prompt twice: a
+//     plain agent records the prompt's run's outcome and returns it, a
+//     durable runtime replays the run's recorded steps. An unknown command
+//     fails with [ErrUnknownCommand], listing the available ones.
 //   - Features: [ExtensionContext.Supports] tells what this engine offers
 //     ([FeatureStorage], [FeatureDurableAsks], …). An extension that uses
 //     a missing feature during Install without asking first — or declares
