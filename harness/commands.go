@@ -254,7 +254,7 @@ func (a *Agent) recordCommand(ctx context.Context, runID string, rec *commandRec
 // happened, and a retry then fails rather than run it again.
 func (a *Agent) recordOutcome(ctx context.Context, cr *CommandRun, res *RunResult) {
 	if cr == nil {
-		old, found, err := a.commandRecord(ctx, res.RunID)
+		old, found, err := a.commandRecord(context.WithoutCancel(ctx), res.RunID)
 		if err != nil || !found {
 			a.logger.Error("harness: the record of a command's run is missing; its outcome is not recorded",
 				"run_id", res.RunID, "err", err)

@@ -170,6 +170,53 @@
 // the rebuilt agent. A hook that counts or writes must tolerate repeats
 // (key them by [Event.RunID] and [ExecutionKey]).
 //
+// # Deliberate differences from the portable-extension design
+//
+// The portable-extension design (one extension format for several
+// harnesses) is the model of the features above; where this engine
+// differs, it is on purpose:
+//
+//   - An extension is a value with a name and an Install method, not a
+//     function of its context: the harnessx extension guide's lifecycle
+//     (priorities, turn callbacks, saved state, teardown, rollback of a
+//     failed install) needs methods, and registrations return a [Handle].
+//   - An agent is one session. The design's session(id) API — submit,
+//     tools.activate, deactivate, offered — is [Agent.Run] and
+//     [Agent.Tools]; a session's storage is [Storage.Session] with
+//     [ExtensionContext.SessionID]. There is no "note" (a message added
+//     without a turn), and no skills source.
+//   - Storage is synchronous, as designed, but Go's: each method takes a
+//     context and returns an error, and a store that cannot work (a bad
+//     name, no storage, a nested session) reports it at every call and
+//     from [Storage.Err]. Sessions do not nest: Session on a session's
+//     store fails with [ErrNestedSession] instead of re-scoping.
+//   - execute.before and execute.after hooks are middleware stages
+//     ([ToolCallMiddleware], [ToolResultMiddleware]); hooks only observe.
+//     An ask from execute.before pauses the run for an approval that
+//     [Agent.Resume] decides (durable with a durable runtime).
+//   - The catalog is rebuilt from its base when registrations change or
+//     an extension calls [ExtensionContext.RefreshTools] (a source whose
+//     tools changed calls it); the registrations of one Install are one
+//     change, so its transforms run once for them. A
+//     transform must not change registrations ([ErrInTransform], where
+//     the design leaves it open), and a transform that panics is skipped
+//     and reported ([EventHookFailed]) rather than failing the catalog.
+//   - call.ask is [AskUser]. A durable runtime parks it and needs the tool
+//     to be ReplaySafe, as designed; without one, or for other tools, an
+//     application's in-process answerer ([WithAsker]) takes it, and with
+//     neither it is declined ([ErrAskUnsupported]).
+//   - A command's operation ID is the run ID of [ContextWithRunID]; a
+//     plain agent records the outcome of a command's prompt run, since it
+//     has no durable submission to dedupe it (see [Agent.Run]).
+//   - Feature checks are loud only during Install: afterwards a missing
+//     feature's methods return an [*UnsupportedError].
+//   - Install is synchronous and the agent is not built until New
+//     returns: [Agent.Run], Resume and Close during Install fail with
+//     [ErrInstalling].
+//   - "session created" fires for every agent that New or LoadSession
+//     builds, a durable runtime's rebuilt agents included, not only for
+//     sessions created through an API.
+//
 // # Sessions and the prompt-cache prefix key
 //
 // [Agent.SaveSession] writes versioned JSON with the conversation, pending
@@ -256,8 +303,9 @@
 //     edits a value needs no next to call. Where a feature must run around
 //     a call with a derived context (a span), the interceptors are the
 //     wrapping form, first registered outermost.
-//   - Registrations are copied into an immutable snapshot on every change,
-//     so a step reads them without a lock and a run with no hooks,
+//   - Registrations are copied into an immutable snapshot on every change
+//     (once for a batch: New's options, an Install, a rollback or a
+//     Close), so a step reads them without a lock and a run with no hooks,
 //     interceptors or prompt providers allocates nothing for them.
 //   - [Agent.SaveSession] does not wait for a running turn, because
 //     observers (the flight recorder) snapshot sessions from hooks during a
