@@ -588,10 +588,9 @@ func addStage[T any](dst *[]T, m Middleware) {
 // tool transform: then it removes nothing and returns [ErrInTransform],
 // and a later Close outside the transform still removes the registration.
 type Handle struct {
-	mu     sync.Mutex
-	done   bool
 	a      *Agent
 	remove func() // called under regMu
+	done   bool   // guarded by regMu
 }
 
 // Close removes the registration.
@@ -599,18 +598,15 @@ func (h *Handle) Close() error {
 	if h == nil {
 		return nil
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done {
-		return nil
-	}
 	if err := h.a.lockReg(); err != nil {
 		return err
 	}
-	h.done = true
-	h.remove()
-	h.a.changed()
-	h.a.unlockReg()
+	defer h.a.unlockReg()
+	if !h.done {
+		h.done = true
+		h.remove()
+		h.a.changed()
+	}
 	return nil
 }
 

@@ -170,10 +170,13 @@ func (ec *ExtensionContext) SetState(key string, v any) { ec.agent.setState(key,
 // one rebuild of the snapshot.
 func (ec *ExtensionContext) closeAll() {
 	a := ec.agent
-	a.regMu.Lock()
+	if err := a.lockReg(); err != nil {
+		a.logger.Error("harness: an extension's registrations cannot be removed from inside a tool transform", "extension", ec.name, "err", err)
+		return
+	}
 	hs := ec.handles
 	ec.handles = nil
-	a.regMu.Unlock()
+	a.unlockReg()
 	a.beginBatch()
 	defer a.endBatch()
 	for i := len(hs) - 1; i >= 0; i-- {
