@@ -106,9 +106,11 @@ type StepRunner interface {
 // done.
 //
 // ctx is the tool handler's context, which derives from the one the
-// runner passed to the call's fn in [StepRunner.Tools]: a runner that
-// serves only its own durable runs recognises them by a value it put in
-// that context. When it cannot serve ctx — the call runs outside its
+// runner passed to the call's fn in [StepRunner.Tools], and s is the very
+// *Step the runner was given there for the call: a runner that serves
+// only its own durable runs recognises them by a value it put in that
+// context, naming s (a subagent's tool inside a step inherits the step's
+// context values, with a Step of its own). When it cannot serve ctx — the call runs outside its
 // durable runs, as when the runner ran the group directly — Ask returns
 // an error that wraps [ErrAskUnsupported], without side effects: AskUser
 // then gives the question to the application's answerer ([WithAsker])

@@ -708,3 +708,50 @@ func TestFeatureAsks(t *testing.T) {
 		})
 	}
 }
+
+type stepMark struct{}
+
+// markingRunner marks each call's context with its step, and serves asks
+// only where the mark names the asking step, as a durable runner
+// recognises its own runs.
+type markingRunner struct {
+	harness.DirectRunner
+	given  []*harness.Step
+	served int
+}
+
+func (r *markingRunner) Tools(ctx context.Context, steps []*harness.Step, fn func(context.Context, int) *harness.ToolResult) []*harness.ToolResult {
+	r.given = append(r.given, steps...)
+	return r.DirectRunner.Tools(ctx, steps, func(ctx context.Context, i int) *harness.ToolResult {
+		return fn(context.WithValue(ctx, stepMark{}, steps[i]), i)
+	})
+}
+
+func (r *markingRunner) Ask(ctx context.Context, s *harness.Step, req harness.AskRequest) (harness.Answer, error) {
+	if m, _ := ctx.Value(stepMark{}).(*harness.Step); m == nil || m != s {
+		return harness.Answer{}, fmt.Errorf("%w: not my step", harness.ErrAskUnsupported)
+	}
+	r.served++
+	return harness.Answer{Confirmed: true}, nil
+}
+
+// The Step an Asker gets is the one it was given in Tools, and the ask's
+// context carries what the runner put in the call's: enough for a
+// runner to tell its own calls.
+func TestAskerRecognisesItsStep(t *testing.T) {
+	r := &markingRunner{}
+	tool := harness.MustTool(harness.NewTool("ask", "", func(ctx context.Context, _ struct{}) (string, error) {
+		a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskConfirm, Prompt: "ok?"})
+		return fmt.Sprint(a.Confirmed), err
+	}))
+	tool.ReplayPolicy = harness.ReplaySafe
+	a := newAgent(t, ht.NewScriptedProvider(ht.CallTool("c1", "ask", `{}`), ht.Reply("done")),
+		harness.WithTools(tool), harness.WithStepRunner(r))
+	res, err := a.Run(context.Background(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Messages[2].Content[0].ToolResult; got.IsError || got.Content != "true" || r.served != 1 || len(r.given) != 1 {
+		t.Errorf("result %+v, served %d; want the runner to recognise its step", got, r.served)
+	}
+}

@@ -181,9 +181,7 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 		// record, and a paused run's Resume updates it.
 		a.recordOutcome(rs, res.Command, res)
 		if res.Status == StatusPaused {
-			a.histMu.Lock()
-			a.pending.Command = true
-			a.histMu.Unlock()
+			a.markCommandPending()
 		}
 	}
 	return res, res.Err
@@ -240,12 +238,23 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 	if p.Command && a.recordsOutcome() {
 		a.recordOutcome(rs, nil, res)
 		if res.Status == StatusPaused {
-			a.histMu.Lock()
-			a.pending.Command = true
-			a.histMu.Unlock()
+			a.markCommandPending()
 		}
 	}
 	return res, res.Err
+}
+
+// markCommandPending marks the paused run as a recorded command's prompt
+// run, so that Resume records its outcome. The pending state is replaced,
+// not changed: a session save may be reading it.
+func (a *Agent) markCommandPending() {
+	a.histMu.Lock()
+	defer a.histMu.Unlock()
+	if a.pending != nil {
+		p := *a.pending
+		p.Command = true
+		a.pending = &p
+	}
 }
 
 type resumeState struct {
