@@ -358,7 +358,8 @@ func (a *Agent) Inventory() Inventory {
 // it calls Teardown and removes the extension's registrations in reverse
 // order. It tries every teardown and returns their errors joined. Close
 // waits for a running Run; it is idempotent and returns the same error on
-// later calls. ctx bounds teardowns that honour it.
+// later calls. ctx bounds teardowns that honour it. Called from an
+// extension's Install, it fails with [ErrInstalling] and closes nothing.
 func (a *Agent) Close(ctx context.Context) error {
 	if a.installing.Load() {
 		return fmt.Errorf("%w: Close during an extension's Install", ErrInstalling)

@@ -135,6 +135,10 @@ func Approved(ctx context.Context) bool {
 // it again. With a step runner (a durable runtime) the prompt's run
 // executes again under the run ID, and the runner returns its recorded
 // steps instead of doing them again.
+//
+// Called from an extension's Install, before [New] returns, Run fails with
+// [ErrInstalling] and runs nothing: the extensions after it are not
+// installed yet.
 func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error) {
 	if a.installing.Load() {
 		return nil, fmt.Errorf("%w: Run during an extension's Install", ErrInstalling)
@@ -190,7 +194,8 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 // Resume continues a paused run with a decision for every pending approval.
 // Approved calls run; denied calls give the model an error result with the
 // decision's reason. A decision for an unknown request, or a missing
-// decision, is an error and changes nothing.
+// decision, is an error and changes nothing. Called from an extension's
+// Install, Resume fails with [ErrInstalling], as Run does.
 func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, error) {
 	if a.installing.Load() {
 		return nil, fmt.Errorf("%w: Resume during an extension's Install", ErrInstalling)
