@@ -197,14 +197,15 @@
 //   - The catalog is rebuilt from its base when registrations change or
 //     an extension calls [ExtensionContext.RefreshTools] (a source whose
 //     tools changed calls it); the registrations of one Install are one
-//     change, so its transforms run once for them. A
-//     transform must not change registrations ([ErrInTransform], where
-//     the design leaves it open), and a transform that panics is skipped
-//     and reported ([EventHookFailed]) rather than failing the catalog.
+//     change, so its transforms run once for them. A transform must not
+//     change registrations ([ErrInTransform], where the design leaves it
+//     open), and a transform that panics is skipped and reported
+//     ([EventHookFailed]) rather than failing the catalog.
 //   - call.ask is [AskUser]. A durable runtime parks it and needs the tool
 //     to be ReplaySafe, as designed; without one, or for other tools, an
 //     application's in-process answerer ([WithAsker]) takes it, and with
-//     neither it is declined ([ErrAskUnsupported]).
+//     neither it fails ([ErrAskUnsupported]; [ErrAskNotReplaySafe] when
+//     only the tool's replay policy kept a durable runtime from asking).
 //   - A command's operation ID is the run ID of [ContextWithRunID]; a
 //     plain agent records the outcome of a command's prompt run, since it
 //     has no durable submission to dedupe it (see [Agent.Run]).
