@@ -287,6 +287,7 @@ func (a *Agent) command(ctx context.Context, res *RunResult, recorded bool, name
 	}
 	cr := &rec.CommandRun
 	res.Command = cr
+	evErr := err // the command's failure, not its prompt's run's
 	switch {
 	case err != nil:
 		res.Status, res.Err = StatusFailed, err
@@ -297,9 +298,12 @@ func (a *Agent) command(ctx context.Context, res *RunResult, recorded bool, name
 		// submitted again. The result is the recorded outcome, when there
 		// is one.
 		err = replayOutcome(res, rec)
+		if rec.Outcome == nil {
+			evErr = err
+		}
 	}
 	if len(s.hooks[EventCommand]) > 0 {
-		a.emit(ctx, s, &Event{Type: EventCommand, RunID: res.RunID, Command: cr, Err: err})
+		a.emit(ctx, s, &Event{Type: EventCommand, RunID: res.RunID, Command: cr, Err: evErr})
 	}
 	return err != nil || cr.Prompt == "" || cr.Replayed && a.recordsOutcome(), err
 }

@@ -295,13 +295,18 @@ func TestCommandPromptOutcomeUnknownOrFailed(t *testing.T) {
 	q := harness.ProviderFunc(func(context.Context, *harness.ModelRequest) (*harness.ModelResponse, error) {
 		return nil, errors.New("model down")
 	})
-	b := newAgent(t, q, harness.WithStateDir(""), harness.WithExtensions(newCmdExt()))
+	rec := &ht.HookRecorder{}
+	b := newAgent(t, q, harness.WithStateDir(""), harness.WithExtensions(newCmdExt()), rec.Option())
 	if _, err := b.Run(ctx2, "/review a.go"); err == nil {
 		t.Fatal("the run did not fail")
 	}
+	rec.Reset()
 	res, err = b.Run(ctx2, "/review a.go")
 	if err == nil || !strings.Contains(err.Error(), "model down") || res.Status != harness.StatusFailed || !res.Command.Replayed {
 		t.Errorf("retry of a failed run: %v, %+v", err, res)
+	}
+	if ev := rec.Of(harness.EventCommand); len(ev) != 1 || ev[0].Err != nil {
+		t.Errorf("command event of the retry: %+v; the command did not fail, its run did", ev)
 	}
 }
 
