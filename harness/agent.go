@@ -29,6 +29,7 @@ type Option func(*config)
 //   - a random session ID;
 //   - no retries (providers built on vendor SDKs retry themselves);
 //   - no step runner: model requests and tool calls run directly;
+//   - no answerer for AskUser (WithAsker);
 //   - state directory DefaultStateDir, with the file store of Storage.
 type config struct {
 	provider    Provider
@@ -44,6 +45,7 @@ type config struct {
 	sessionID   string
 	retry       RetryPolicy
 	steps       StepRunner
+	answer      AnswerFunc
 	pricing     func(model string, u Usage) (usd float64, ok bool)
 	stateDir    string
 	stateDirSet bool
@@ -165,6 +167,16 @@ type Agent struct {
 	regMu sync.Mutex // guards reg and the extension contexts' handle lists
 	reg   registry
 	snap  atomic.Pointer[snapshot]
+	// stale is set while a batch of registrations (an Install, New,
+	// an extension's rollback) has changes that snap does not show yet.
+	stale atomic.Bool
+	// transformG is the ID of the goroutine that runs the tool transforms
+	// (under regMu), 0 when none runs: a registration from that goroutine
+	// comes from inside a transform and fails instead of deadlocking.
+	transformG atomic.Int64
+	// installing is set while New installs the extensions: Run, Resume and
+	// Close fail with ErrInstalling then.
+	installing atomic.Bool
 
 	exts []*ExtensionContext // in install order
 
@@ -178,7 +190,7 @@ type Agent struct {
 
 	runMu   sync.Mutex // serializes runs; guards prefix and cmdRuns
 	prefix  prefixHasher
-	cmdRuns map[string]*CommandRun // command runs by run ID, when the agent has no storage
+	cmdRuns map[string]*commandRecord // command runs by run ID, when the agent has no storage
 
 	histMu   sync.Mutex // guards messages and pending (see appendMessage)
 	messages []Message
@@ -238,6 +250,10 @@ func newAgent(opts []Option) (*Agent, error) {
 	a.reg.tools = map[string][]*toolBinding{}
 	a.rebuild()
 
+	// The registrations of the options and of each Install are batched:
+	// the catalog is rebuilt, and the transforms run, once at the end of
+	// each, not at every registration.
+	a.beginBatch()
 	for _, t := range c.tools {
 		if _, err := a.registerTool(t, false, nil); err != nil {
 			return nil, err
@@ -253,6 +269,7 @@ func newAgent(opts []Option) (*Agent, error) {
 			return nil, err
 		}
 	}
+	a.endBatch()
 	if err := a.install(c.extensions); err != nil {
 		return nil, err
 	}
@@ -303,7 +320,7 @@ func (a *Agent) Reset() {
 // registration of the name, after the tool transforms, offered to the
 // model or not (see [SessionTools]).
 func (a *Agent) Tool(name string) (*Tool, bool) {
-	t, ok := a.snap.Load().tools[name]
+	t, ok := a.current().tools[name]
 	return t, ok
 }
 
@@ -319,7 +336,7 @@ type Inventory struct {
 
 // Inventory returns what is registered now.
 func (a *Agent) Inventory() Inventory {
-	s := a.snap.Load()
+	s := a.current()
 	inv := Inventory{Hooks: map[HookEvent]int{}, PromptProviders: len(s.prompts)}
 	for _, t := range s.catalog {
 		inv.Tools = append(inv.Tools, t.Name)
@@ -341,8 +358,12 @@ func (a *Agent) Inventory() Inventory {
 // it calls Teardown and removes the extension's registrations in reverse
 // order. It tries every teardown and returns their errors joined. Close
 // waits for a running Run; it is idempotent and returns the same error on
-// later calls. ctx bounds teardowns that honour it.
+// later calls. ctx bounds teardowns that honour it. Called from an
+// extension's Install, it fails with [ErrInstalling] and closes nothing.
 func (a *Agent) Close(ctx context.Context) error {
+	if a.installing.Load() {
+		return fmt.Errorf("%w: Close during an extension's Install", ErrInstalling)
+	}
 	a.closeMu.Lock()
 	defer a.closeMu.Unlock()
 	if a.closed.Load() {
@@ -389,7 +410,8 @@ func (a *Agent) setState(key string, v any) {
 // ---- registry ----
 
 // registry is the mutable source of registrations, guarded by regMu. Every
-// change rebuilds the immutable snapshot that runs read without locking.
+// change rebuilds the immutable snapshot that runs read without locking,
+// at once or, within a batch, once at the batch's end.
 type registry struct {
 	tools      map[string][]*toolBinding // a stack per name; the top is active
 	toolOrder  []string                  // names in first-registration order
@@ -401,11 +423,22 @@ type registry struct {
 
 	instructions map[string]*instruction
 	commands     map[string]*Command
+
+	batch int  // open batches: changes wait for the last one's end
+	dirty bool // a change waits for the batch's end
+	// failed are the transform failures of the last rebuilds, reported
+	// when regMu is unlocked (hooks must not run under it).
+	failed []error
 }
 
 type toolBinding struct{ tool *Tool }
 
-type entry[T any] struct{ v T }
+// entry is one registration; owner names the extension that made it (""
+// for the agent's options).
+type entry[T any] struct {
+	v     T
+	owner string
+}
 
 // snapshot is what a run reads: built on each registration change.
 type snapshot struct {
@@ -427,9 +460,84 @@ type snapshot struct {
 	commands   map[string]*Command
 }
 
+// lockReg locks regMu. Called from inside a tool transform, which runs
+// under regMu on the goroutine that holds it, it returns ErrInTransform
+// instead of deadlocking. Another goroutine waits for the transforms to
+// end, as for any holder of the lock.
+func (a *Agent) lockReg() error {
+	if a.regMu.TryLock() {
+		return nil
+	}
+	if g := a.transformG.Load(); g != 0 && g == goroutineID() {
+		return fmt.Errorf("%w: a transform must not change the agent's registrations", ErrInTransform)
+	}
+	a.regMu.Lock()
+	return nil
+}
+
+// unlockReg unlocks regMu, then reports the transform failures that the
+// rebuilds under it met.
+func (a *Agent) unlockReg() {
+	failed := a.reg.failed
+	a.reg.failed = nil
+	a.regMu.Unlock()
+	if len(failed) == 0 {
+		return
+	}
+	if s := a.snap.Load(); len(s.hooks[EventHookFailed]) > 0 {
+		for _, err := range failed {
+			a.emit(context.Background(), s, &Event{Type: EventHookFailed, Err: err})
+		}
+	}
+}
+
+// changed rebuilds the snapshot after a change of reg, or, within a
+// batch, marks it for the batch's end. The caller holds regMu.
+func (a *Agent) changed() {
+	if a.reg.batch > 0 {
+		a.reg.dirty = true
+		a.stale.Store(true)
+		return
+	}
+	a.rebuild()
+}
+
+// beginBatch defers the rebuilds of the changes that follow until
+// endBatch.
+func (a *Agent) beginBatch() {
+	a.regMu.Lock()
+	a.reg.batch++
+	a.regMu.Unlock()
+}
+
+// endBatch ends a batch: the snapshot is rebuilt once if anything changed.
+func (a *Agent) endBatch() {
+	a.regMu.Lock()
+	a.reg.batch--
+	if a.reg.batch == 0 && a.reg.dirty {
+		a.rebuild()
+	}
+	a.unlockReg()
+}
+
+// current returns the snapshot, rebuilt first when a batch has changes
+// it does not show yet (an Install that reads the catalog it is
+// building). From inside a transform it returns the last snapshot.
+func (a *Agent) current() *snapshot {
+	if a.stale.Load() && a.lockReg() == nil {
+		if a.reg.dirty {
+			a.rebuild()
+		}
+		a.unlockReg()
+	}
+	return a.snap.Load()
+}
+
 // rebuild makes a new snapshot from reg. The caller holds regMu (or owns a
 // during New).
 func (a *Agent) rebuild() {
+	a.reg.dirty = false
+	a.stale.Store(false)
 	s := &snapshot{catalog: a.catalog()}
 	s.tools = make(map[string]*Tool, len(s.catalog))
 	for _, t := range s.catalog {
@@ -477,27 +585,36 @@ func addStage[T any](dst *[]T, m Middleware) {
 }
 
 // Handle removes one registration. Close is idempotent and safe for
-// concurrent use; it always returns nil.
+// concurrent use. It returns nil, except when it is called from inside a
+// tool transform: then it removes nothing and returns [ErrInTransform],
+// and a later Close outside the transform still removes the registration.
 type Handle struct {
-	once   sync.Once
-	remove func()
+	a      *Agent
+	remove func() // called under regMu
+	done   bool   // guarded by regMu
 }
 
 // Close removes the registration.
 func (h *Handle) Close() error {
-	if h != nil {
-		h.once.Do(h.remove)
+	if h == nil {
+		return nil
+	}
+	if err := h.a.lockReg(); err != nil {
+		return err
+	}
+	defer h.a.unlockReg()
+	if !h.done {
+		h.done = true
+		h.remove()
+		h.a.changed()
 	}
 	return nil
 }
 
+// track returns the handle of a registration that remove undoes, and adds
+// it to owner's. The caller holds regMu.
 func (a *Agent) track(owner *ExtensionContext, remove func()) *Handle {
-	h := &Handle{remove: func() {
-		a.regMu.Lock()
-		defer a.regMu.Unlock()
-		remove()
-		a.rebuild()
-	}}
+	h := &Handle{a: a, remove: remove}
 	if owner != nil {
 		owner.handles = append(owner.handles, h)
 	}
@@ -508,8 +625,10 @@ func (a *Agent) registerTool(t *Tool, replace bool, owner *ExtensionContext) (*H
 	if err := t.prepare(); err != nil {
 		return nil, err
 	}
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
+	if err := a.lockReg(); err != nil {
+		return nil, err
+	}
+	defer a.unlockReg()
 	stack := a.reg.tools[t.Name]
 	if len(stack) > 0 && !replace {
 		return nil, fmt.Errorf("%w: %q is already registered (replace it deliberately with ReplaceTool)", ErrDuplicateTool, t.Name)
@@ -519,7 +638,7 @@ func (a *Agent) registerTool(t *Tool, replace bool, owner *ExtensionContext) (*H
 		a.reg.toolOrder = append(a.reg.toolOrder, t.Name)
 	}
 	a.reg.tools[t.Name] = append(stack, b)
-	a.rebuild()
+	a.changed()
 	return a.track(owner, func() {
 		stack := a.reg.tools[t.Name]
 		i := slices.Index(stack, b)
@@ -540,7 +659,7 @@ func (a *Agent) addMiddleware(m Middleware, owner *ExtensionContext) (*Handle, e
 	if m == nil || !isMiddleware(m) {
 		return nil, fmt.Errorf("%w: %T implements no middleware stage", ErrInvalidMiddleware, m)
 	}
-	return register(a, &a.reg.middleware, m, owner), nil
+	return register(a, &a.reg.middleware, m, owner)
 }
 
 func (a *Agent) onHook(event HookEvent, fn Hook, owner *ExtensionContext) (*Handle, error) {
@@ -550,27 +669,32 @@ func (a *Agent) onHook(event HookEvent, fn Hook, owner *ExtensionContext) (*Hand
 	if fn == nil {
 		return nil, fmt.Errorf("harness: nil hook for %s", event)
 	}
-	return register(a, &a.reg.hooks[event], fn, owner), nil
+	return register(a, &a.reg.hooks[event], fn, owner)
 }
 
 func (a *Agent) addPrompt(fn func() string, owner *ExtensionContext) (*Handle, error) {
 	if fn == nil {
 		return nil, errors.New("harness: nil prompt provider")
 	}
-	return register(a, &a.reg.prompts, fn, owner), nil
+	return register(a, &a.reg.prompts, fn, owner)
 }
 
 // register appends v to the registration list *list and returns the
 // handle that removes it. list points into a.reg, guarded by regMu.
-func register[T any](a *Agent, list *[]*entry[T], v T, owner *ExtensionContext) *Handle {
-	e := &entry[T]{v}
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
+func register[T any](a *Agent, list *[]*entry[T], v T, owner *ExtensionContext) (*Handle, error) {
+	e := &entry[T]{v: v}
+	if owner != nil {
+		e.owner = owner.name
+	}
+	if err := a.lockReg(); err != nil {
+		return nil, err
+	}
+	defer a.unlockReg()
 	*list = append(*list, e)
-	a.rebuild()
+	a.changed()
 	return a.track(owner, func() {
 		*list = slices.DeleteFunc(*list, func(x *entry[T]) bool { return x == e })
-	})
+	}), nil
 }
 
 // ---- extensions ----
@@ -592,8 +716,11 @@ func (a *Agent) install(exts []Extension) error {
 	}
 	order := slices.Clone(exts)
 	slices.SortStableFunc(order, func(x, y Extension) int { return cmp.Compare(priority(x), priority(y)) })
+	a.installing.Store(true)
+	defer a.installing.Store(false)
 	for _, e := range order {
 		ec := &ExtensionContext{agent: a, ext: e, name: e.Name(), installing: true}
+		a.beginBatch()
 		err := safeCall(func() error { return e.Install(ec) })
 		if err == nil {
 			err = ec.unmetErr()
@@ -602,7 +729,10 @@ func (a *Agent) install(exts []Extension) error {
 		ec.installing = false
 		ec.mu.Unlock()
 		if err != nil {
-			ec.closeAll()
+			ec.closeAll() // within the batch: no rebuild for what is undone
+		}
+		a.endBatch()
+		if err != nil {
 			terr := a.teardown(context.Background(), a.exts)
 			a.exts = nil
 			return errors.Join(&ExtensionError{Extension: ec.name, Op: "install", Err: err}, terr)

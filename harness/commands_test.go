@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -181,19 +182,147 @@ func TestCommandRecordedByRunID(t *testing.T) {
 	}
 }
 
+// A prompt command retried under the same run ID on a plain agent does not
+// submit its prompt again: the retry returns the recorded outcome.
 func TestCommandPromptRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  harness.Option
+	}{{"in memory", harness.WithStateDir("")}, {"in storage", harness.WithStorage(ht.NewMemoryStorage())}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := harness.ContextWithRunID(context.Background(), "op-1")
+			ext := newCmdExt()
+			p := ht.NewScriptedProvider(ht.Reply("one"), ht.Reply("two"))
+			rec := &ht.HookRecorder{}
+			a := newAgent(t, p, tc.opt, harness.WithExtensions(ext), rec.Option())
+			first, err := a.Run(ctx, "/review a.go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Reset()
+			res, err := a.Run(ctx, "/review a.go")
+			if err != nil || ext.runs.Load() != 1 || !res.Command.Replayed || res.Text != "one" || res.Status != harness.StatusCompleted ||
+				res.Steps != first.Steps || res.Usage != first.Usage || res.RunID != "op-1" {
+				t.Errorf("retry: %v, runs %d, %+v", err, ext.runs.Load(), res)
+			}
+			if n := len(p.Requests()); n != 1 || len(a.Messages()) != 2 || len(res.Messages) != 0 {
+				t.Errorf("the retry submitted the prompt again: %d model requests, %d messages", n, len(a.Messages()))
+			}
+			if got := rec.Types(); !slices.Equal(got, []harness.HookEvent{harness.EventCommand}) {
+				t.Errorf("retry events = %v; want only the command's", got)
+			}
+			// Another run ID submits it again.
+			if res, err := a.Run(harness.ContextWithRunID(context.Background(), "op-2"), "/review a.go"); err != nil || res.Text != "two" || ext.runs.Load() != 2 {
+				t.Errorf("new run ID: %v, %+v", err, res)
+			}
+		})
+	}
+}
+
+// The recorded outcome survives a restart, and follows a paused run to
+// the end of its Resume.
+func TestCommandPromptOutcomeAfterPauseAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := harness.ContextWithRunID(context.Background(), "op-1")
+	deploy := echoTool()
+	deploy.Name = "deploy"
+	deploy.Permission = harness.PermissionAsk
+	ext := newCmdExt()
+	p := ht.NewScriptedProvider(ht.CallTool("d1", "deploy", `{"text":"x"}`), ht.Reply("deployed"))
+	a := newAgent(t, p, harness.WithStateDir(dir), harness.WithSessionID("s"), harness.WithTools(deploy), harness.WithExtensions(ext))
+	res, err := a.Run(ctx, "/review a.go")
+	if err != nil || res.Status != harness.StatusPaused {
+		t.Fatalf("first run: %v, %+v", err, res)
+	}
+	if _, err := a.Run(ctx, "/review a.go"); !errors.Is(err, harness.ErrPaused) {
+		t.Errorf("retry while paused: %v; want ErrPaused", err)
+	}
+	done, err := a.Resume(ctx, harness.Approve("d1"))
+	if err != nil || done.Text != "deployed" || done.Command != nil {
+		t.Fatalf("resume: %v, %+v", err, done)
+	}
+	res, err = a.Run(ctx, "/review a.go")
+	if err != nil || res.Status != harness.StatusCompleted || res.Text != "deployed" || res.Steps != 2 || !res.Command.Replayed {
+		t.Errorf("retry after Resume: %v, %+v; want the resumed run's outcome", err, res)
+	}
+	a.Close(context.Background())
+
+	ext2 := newCmdExt()
+	p2 := ht.NewScriptedProvider(ht.Reply("again"))
+	b := newAgent(t, p2, harness.WithStateDir(dir), harness.WithSessionID("s"), harness.WithTools(deploy), harness.WithExtensions(ext2))
+	res, err = b.Run(ctx, "/review a.go")
+	if err != nil || res.Text != "deployed" || ext2.runs.Load() != 0 || len(p2.Requests()) != 0 {
+		t.Errorf("retry after a restart: %v, %+v, %d command runs, %d requests", err, res, ext2.runs.Load(), len(p2.Requests()))
+	}
+}
+
+// failingPuts is a storage backend whose writes fail once ok is false.
+type failingPuts struct {
+	harness.StorageBackend
+	ok atomic.Bool
+}
+
+func (f *failingPuts) Put(ctx context.Context, scope harness.StorageScope, key string, value json.RawMessage) error {
+	if !f.ok.Load() {
+		return errors.New("disk full")
+	}
+	return f.StorageBackend.Put(ctx, scope, key, value)
+}
+
+// When the prompt's run was submitted but its outcome not recorded (the
+// process stopped during the run; here, the write failed), a retry fails
+// with ErrInvalidRunID instead of submitting the prompt again. Recorded
+// failures come back with their text.
+func TestCommandPromptOutcomeUnknownOrFailed(t *testing.T) {
+	ctx := harness.ContextWithRunID(context.Background(), "op-1")
+	store := &failingPuts{StorageBackend: ht.NewMemoryStorage()}
+	store.ok.Store(true)
+	ext := newCmdExt()
+	p := ht.NewScriptedProvider(ht.Reply("one"))
+	a := newAgent(t, p, harness.WithStorage(store), harness.WithExtensions(ext), harness.WithHook(harness.EventRunStart,
+		func(context.Context, *harness.Event) error { store.ok.Store(false); return nil }))
+	if _, err := a.Run(ctx, "/review a.go"); err != nil {
+		t.Fatal(err)
+	}
+	store.ok.Store(true)
+	res, err := a.Run(ctx, "/review a.go")
+	if !errors.Is(err, harness.ErrInvalidRunID) || !strings.Contains(err.Error(), "not recorded") || res == nil ||
+		res.Status != harness.StatusFailed || !res.Command.Replayed || len(p.Requests()) != 1 {
+		t.Errorf("retry with no outcome: %v, %+v, %d requests", err, res, len(p.Requests()))
+	}
+
+	ctx2 := harness.ContextWithRunID(context.Background(), "op-2")
+	q := harness.ProviderFunc(func(context.Context, *harness.ModelRequest) (*harness.ModelResponse, error) {
+		return nil, errors.New("model down")
+	})
+	rec := &ht.HookRecorder{}
+	b := newAgent(t, q, harness.WithStateDir(""), harness.WithExtensions(newCmdExt()), rec.Option())
+	if _, err := b.Run(ctx2, "/review a.go"); err == nil {
+		t.Fatal("the run did not fail")
+	}
+	rec.Reset()
+	res, err = b.Run(ctx2, "/review a.go")
+	if err == nil || !strings.Contains(err.Error(), "model down") || res.Status != harness.StatusFailed || !res.Command.Replayed {
+		t.Errorf("retry of a failed run: %v, %+v", err, res)
+	}
+	if ev := rec.Of(harness.EventCommand); len(ev) != 1 || ev[0].Err != nil {
+		t.Errorf("command event of the retry: %+v; the command did not fail, its run did", ev)
+	}
+}
+
+// With a step runner, the runner records the prompt run's steps: the
+// retry executes the run again and the runner replays them, so the model
+// is not asked twice either.
+func TestCommandPromptRetryWithRunner(t *testing.T) {
 	ctx := harness.ContextWithRunID(context.Background(), "op-1")
 	ext := newCmdExt()
 	p := ht.NewScriptedProvider(ht.Reply("one"), ht.Reply("two"))
-	// No storage: the record is kept in memory.
-	a := newAgent(t, p, harness.WithStateDir(""), harness.WithExtensions(ext))
+	runner := ht.NewStepRunner()
+	a := newAgent(t, p, harness.WithStateDir(""), harness.WithStepRunner(runner), harness.WithExtensions(ext))
 	a.Run(ctx, "/review a.go")
 	res, err := a.Run(ctx, "/review a.go")
-	if err != nil || ext.runs.Load() != 1 || !res.Command.Replayed || res.Text != "two" {
-		t.Errorf("retry: %v, runs %d, %+v", err, ext.runs.Load(), res)
-	}
-	if got := p.Requests()[1].Messages[2].Text(); got != "Review a.go carefully." {
-		t.Errorf("the retried run sent %q; want the recorded prompt", got)
+	if err != nil || res.Text != "one" || ext.runs.Load() != 1 || len(p.Requests()) != 1 {
+		t.Errorf("retry: %v, %+v, %d requests", err, res, len(p.Requests()))
 	}
 }
 

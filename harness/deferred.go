@@ -23,22 +23,32 @@ var (
 // [ExtensionContext.TransformTools].
 //
 // The engine rebuilds the catalog from its base — the tools registered
-// with WithTools and by extensions — every time a registration changes or
-// [ExtensionContext.RefreshTools] is called, and runs every transform on
-// it in registration order, each on the previous one's output. So a
+// with WithTools and by extensions — every time the registrations change
+// or [ExtensionContext.RefreshTools] is called, and runs every transform
+// on it in registration order, each on the previous one's output. So a
 // transform never sees its own earlier output: an edit applies once, a
 // refresh of one source cannot undo another transform's policy, and when
-// a transform is removed what it added is gone.
+// a transform is removed what it added is gone. The registrations of one
+// Install (and those of New's options, and the removals of a rollback or
+// a Close) are one change: the transforms run once for all of them.
 //
 // tools is a fresh slice that the transform may change and return; the
 // *Tool values are shared and must not be modified: to edit one, copy it
 // (c := *t; c.Description = ...; return &c). A transform runs under the
-// agent's registration lock: it must be fast and deterministic, do no
-// I/O (read the state a source keeps) and must not call the agent's
-// registration methods. A tool it returns that is not valid (no name,
-// handler or object schema), and a second tool of a name, are dropped
-// and logged. A transform that panics yields no tools, so that a failing
-// policy hides tools rather than offers them; the panic is logged.
+// agent's registration lock: it must be fast and deterministic and do no
+// I/O (read the state a source keeps). It must not change registrations:
+// the methods that do (RegisterTool, TransformTools, RefreshTools,
+// Handle.Close, …) return [ErrInTransform] when a transform calls them. A
+// tool it returns that is not valid (no name, handler or object schema),
+// and a second tool of a name, are dropped and logged.
+//
+// A transform that panics is skipped: the next transform gets what the
+// failed one was given, as if it were not registered, and the failure is
+// logged and reported to [EventHookFailed] hooks as an [*ExtensionError]
+// with Op "tool_transform" (Event.FailedEvent is 0), at every rebuild
+// while it keeps failing. So one extension's bug does not take the other
+// extensions' tools away; a policy that must hold even when its code
+// fails belongs in tool-call middleware ([Block]), which fails closed.
 type ToolTransform func(tools []*Tool) []*Tool
 
 // TransformTools adds fn after the tool transforms registered so far and
@@ -48,18 +58,23 @@ func (ec *ExtensionContext) TransformTools(fn ToolTransform) (*Handle, error) {
 	if fn == nil {
 		return nil, errors.New("harness: nil tool transform")
 	}
-	return register(ec.agent, &ec.agent.reg.transforms, fn, ec), nil
+	return register(ec.agent, &ec.agent.reg.transforms, fn, ec)
 }
 
 // RefreshTools rebuilds the catalog from its base, running every
 // transform again: call it when the source a transform reads has changed
 // (a server's tool list, for instance). The next model request sees the
-// result; a model request already sent is not affected.
-func (ec *ExtensionContext) RefreshTools() {
+// result; a model request already sent is not affected. Called from
+// inside a transform, it does nothing and returns [ErrInTransform];
+// otherwise it returns nil.
+func (ec *ExtensionContext) RefreshTools() error {
 	a := ec.agent
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
-	a.rebuild()
+	if err := a.lockReg(); err != nil {
+		return err
+	}
+	defer a.unlockReg()
+	a.changed()
+	return nil
 }
 
 // catalog builds the tool catalog from the registry: the active binding
@@ -74,20 +89,31 @@ func (a *Agent) catalog() []*Tool {
 	if len(a.reg.transforms) == 0 {
 		return tools
 	}
+	// Registrations from inside a transform, on this goroutine, fail
+	// (see lockReg).
+	a.transformG.Store(goroutineID())
+	defer a.transformG.Store(0)
 	for i, e := range a.reg.transforms {
-		in := tools
-		tools = func() (out []*Tool) {
-			defer func() {
-				if r := recover(); r != nil {
-					a.logger.Error("harness: tool transform panicked; it offers no tools", "transform", i, "panic", r)
-					out = nil
-				}
-			}()
-			return e.v(in)
-		}()
-		tools = a.checkTransformed(tools, i)
+		out, err := a.transform(e, tools)
+		if err != nil {
+			a.logger.Error("harness: tool transform panicked; skipped", "extension", e.owner, "transform", i, "panic", err)
+			a.reg.failed = append(a.reg.failed, &ExtensionError{Extension: e.owner, Op: "tool_transform", Err: err})
+			continue // the next transform gets this one's input
+		}
+		tools = a.checkTransformed(out, i)
 	}
 	return tools
+}
+
+// transform runs one transform on a copy of tools, which it may change,
+// so that tools stays intact when it panics.
+func (a *Agent) transform(e *entry[ToolTransform], tools []*Tool) (out []*Tool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, &PanicError{Value: r}
+		}
+	}()
+	return e.v(slices.Clone(tools)), nil
 }
 
 // checkTransformed drops invalid and duplicate tools from a transform's
@@ -133,8 +159,13 @@ func (a *Agent) Tools() *SessionTools { return &SessionTools{a} }
 // or already active, changes nothing.
 func (st *SessionTools) Activate(names ...string) error {
 	a := st.a
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
+	if err := a.lockReg(); err != nil {
+		return err
+	}
+	defer a.unlockReg()
+	if a.reg.dirty { // a batch's changes: the catalog must show them
+		a.rebuild()
+	}
 	s := a.snap.Load()
 	var unknown []string
 	for _, n := range names {
@@ -150,11 +181,14 @@ func (st *SessionTools) Activate(names ...string) error {
 }
 
 // Deactivate stops offering the named deferred tools. Names that are not
-// active are ignored.
-func (st *SessionTools) Deactivate(names ...string) {
+// active are ignored. It returns nil, or [ErrInTransform] (and changes
+// nothing) when a tool transform calls it.
+func (st *SessionTools) Deactivate(names ...string) error {
 	a := st.a
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
+	if err := a.lockReg(); err != nil {
+		return err
+	}
+	defer a.unlockReg()
 	changed := false
 	for _, n := range names {
 		if a.reg.active[n] {
@@ -163,21 +197,26 @@ func (st *SessionTools) Deactivate(names ...string) {
 		}
 	}
 	if changed {
-		a.rebuild()
+		a.changed()
 	}
+	return nil
 }
 
 // Offered returns the definitions of the tools the model is offered now,
 // in catalog order: what the next model request carries.
 func (st *SessionTools) Offered() []ToolDefinition {
-	return slices.Clone(st.a.snap.Load().defs)
+	return slices.Clone(st.a.current().defs)
 }
 
-// Active returns the names the session has activated, sorted.
+// Active returns the names the session has activated, sorted. Called from
+// inside a tool transform, it returns nil: a transform reads the catalog
+// it is given, not the session.
 func (st *SessionTools) Active() []string {
 	a := st.a
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
+	if a.lockReg() != nil {
+		return nil
+	}
+	defer a.unlockReg()
 	return slices.Sorted(maps.Keys(a.reg.active))
 }
 
@@ -195,7 +234,7 @@ func (a *Agent) activate(names []string) {
 		}
 	}
 	if changed {
-		a.rebuild()
+		a.changed()
 	}
 }
 
@@ -207,6 +246,9 @@ func (a *Agent) applyActivations(results []*ToolResult) {
 			continue
 		}
 		a.regMu.Lock()
+		if a.reg.dirty {
+			a.rebuild()
+		}
 		s := a.snap.Load()
 		names := make([]string, 0, len(r.Activate))
 		for _, n := range r.Activate {
@@ -217,7 +259,7 @@ func (a *Agent) applyActivations(results []*ToolResult) {
 			names = append(names, n)
 		}
 		a.activate(names)
-		a.regMu.Unlock()
+		a.unlockReg()
 	}
 }
 

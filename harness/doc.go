@@ -123,9 +123,12 @@
 //     [ToolTransform], which sees the base catalog (tools from WithTools and
 //     registrations, or the previous transform's output) and returns the
 //     catalog. The catalog is rebuilt from the base at every registration
-//     change and [ExtensionContext.RefreshTools], so a refresh cannot undo
-//     a policy, an edit never applies twice, and a removed source's tools
-//     disappear. Deferral applies after the transforms.
+//     change (all of one Install's registrations are one change) and
+//     [ExtensionContext.RefreshTools], so a refresh cannot undo a policy,
+//     an edit never applies twice, and a removed source's tools
+//     disappear. Deferral applies after the transforms. A transform must
+//     not change registrations ([ErrInTransform]); one that panics is
+//     skipped and reported to [EventHookFailed] hooks.
 //   - Instructions: [ExtensionContext.Instructions] sets named sections of
 //     the system prompt, in key order, between the base prompt and the
 //     prompt providers' texts.
@@ -134,15 +137,19 @@
 //     command's output comes back in [RunResult.Command] (and as Text); a
 //     prompt it returns becomes an ordinary run. Under a run ID from
 //     [ContextWithRunID] the command run is recorded, so a retried
-//     submission does not run it twice. An unknown command fails with
-//     [ErrUnknownCommand], listing the available ones.
+//     submission does not run it twice, nor submit its prompt twice: a
+//     plain agent records the prompt's run's outcome and returns it, a
+//     durable runtime replays the run's recorded steps. An unknown command
+//     fails with [ErrUnknownCommand], listing the available ones.
 //   - Features: [ExtensionContext.Supports] tells what this engine offers
 //     ([FeatureStorage], [FeatureDurableAsks], …). An extension that uses
 //     a missing feature during Install without asking first — or declares
 //     it with [ExtensionContext.Require] — fails its install with an
 //     [*UnsupportedError] naming the feature.
 //   - In a tool: [Update] publishes live metadata to [EventToolUpdate]
-//     hooks; [AskUser] asks the user a durable question.
+//     hooks; [AskUser] asks the user a question (durable with a durable
+//     runtime, else through the application's [WithAsker]);
+//     [ToolCallID] and [ExecutionKey] name the call.
 //   - Before-execution middleware edits the input ([ToolCall.SetInput]),
 //     blocks ([Block]) or asks for a durable approval ([Ask]); after-execution
 //     middleware replaces the result. [ToolCallFunc] and [ToolResultFunc]
@@ -162,6 +169,54 @@
 // updates, run start and end — fire again, as does EventSessionStart for
 // the rebuilt agent. A hook that counts or writes must tolerate repeats
 // (key them by [Event.RunID] and [ExecutionKey]).
+//
+// # Deliberate differences from the portable-extension design
+//
+// The portable-extension design (one extension format for several
+// harnesses) is the model of the features above; where this engine
+// differs, it is on purpose:
+//
+//   - An extension is a value with a name and an Install method, not a
+//     function of its context: the harnessx extension guide's lifecycle
+//     (priorities, turn callbacks, saved state, teardown, rollback of a
+//     failed install) needs methods, and registrations return a [Handle].
+//   - An agent is one session. The design's session(id) API — submit,
+//     tools.activate, deactivate, offered — is [Agent.Run] and
+//     [Agent.Tools]; a session's storage is [Storage.Session] with
+//     [ExtensionContext.SessionID]. There is no "note" (a message added
+//     without a turn), and no skills source.
+//   - Storage is synchronous, as designed, but Go's: each method takes a
+//     context and returns an error, and a store that cannot work (a bad
+//     name, no storage, a nested session) reports it at every call and
+//     from [Storage.Err]. Sessions do not nest: Session on a session's
+//     store fails with [ErrNestedSession] instead of re-scoping.
+//   - execute.before and execute.after hooks are middleware stages
+//     ([ToolCallMiddleware], [ToolResultMiddleware]); hooks only observe.
+//     An ask from execute.before pauses the run for an approval that
+//     [Agent.Resume] decides (durable with a durable runtime).
+//   - The catalog is rebuilt from its base when registrations change or
+//     an extension calls [ExtensionContext.RefreshTools] (a source whose
+//     tools changed calls it); the registrations of one Install are one
+//     change, so its transforms run once for them. A transform must not
+//     change registrations ([ErrInTransform], where the design leaves it
+//     open), and a transform that panics is skipped and reported
+//     ([EventHookFailed]) rather than failing the catalog.
+//   - call.ask is [AskUser]. A durable runtime parks it and needs the tool
+//     to be ReplaySafe, as designed; without one, or for other tools, an
+//     application's in-process answerer ([WithAsker]) takes it, and with
+//     neither it fails ([ErrAskUnsupported]; [ErrAskNotReplaySafe] when
+//     only the tool's replay policy kept a durable runtime from asking).
+//   - A command's operation ID is the run ID of [ContextWithRunID]; a
+//     plain agent records the outcome of a command's prompt run, since it
+//     has no durable submission to dedupe it (see [Agent.Run]).
+//   - Feature checks are loud only during Install: afterwards a missing
+//     feature's methods return an [*UnsupportedError].
+//   - Install is synchronous and the agent is not built until New
+//     returns: [Agent.Run], Resume and Close during Install fail with
+//     [ErrInstalling].
+//   - "session created" fires for every agent that New or LoadSession
+//     builds, a durable runtime's rebuilt agents included, not only for
+//     sessions created through an API.
 //
 // # Sessions and the prompt-cache prefix key
 //
@@ -214,12 +269,20 @@
 // (the runner calls the step with [InterruptedContext], so interceptors,
 // hooks and result middleware see that result like any other).
 //
-// [AskUser] lets a tool ask the user a question (confirm, select, input)
-// through a runner that implements [Asker]: the runtime parks the
-// question and stores the answer under the question's ID, which is
-// derived from the execution key and so is the same when the tool runs
-// again after a crash. Only ReplaySafe tools may ask, since the asking
-// tool reruns from its start.
+// [AskUser] lets a tool ask the user a question (confirm, select, input).
+// A runner that implements [Asker] parks the question and stores the
+// answer under the question's ID, which is derived from the execution key
+// and so is the same when the tool runs again after a crash; it serves
+// ReplaySafe tools only, since the asking tool reruns from its start.
+// The questions no runner takes — no durable runtime, a tool that is not
+// ReplaySafe, a call outside the runner's durable runs (its Ask then
+// returns [ErrAskUnsupported]) — go to the application's answerer,
+// installed with [WithAsker], in process; with none, AskUser returns
+// ErrAskUnsupported. The runner comes first because its answers survive
+// a crash. The answerer is an [AnswerFunc], a function rather than an
+// interface such as Asker: an application writes it inline or passes a
+// method value (WithAsker(prompter.Answer)), and it has no [Step] to
+// deal with, which only a runner needs.
 //
 // Recorded steps are not run again, but everything around them may be: on
 // recovery the turn-start and turn-end callbacks, prompt providers, run
@@ -241,8 +304,9 @@
 //     edits a value needs no next to call. Where a feature must run around
 //     a call with a derived context (a span), the interceptors are the
 //     wrapping form, first registered outermost.
-//   - Registrations are copied into an immutable snapshot on every change,
-//     so a step reads them without a lock and a run with no hooks,
+//   - Registrations are copied into an immutable snapshot on every change
+//     (once for a batch: New's options, an Install, a rollback or a
+//     Close), so a step reads them without a lock and a run with no hooks,
 //     interceptors or prompt providers allocates nothing for them.
 //   - [Agent.SaveSession] does not wait for a running turn, because
 //     observers (the flight recorder) snapshot sessions from hooks during a

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -100,11 +101,45 @@ type StepRunner interface {
 // Asker is implemented by a [StepRunner] that can park a question for a
 // user and return the answer: a durable runtime stores the answer, so that
 // a tool rerun after a crash gets it again without asking. [AskUser] calls it
-// with the step of the calling tool and a request whose ID is set. It may
-// block until the answer comes or ctx is done.
+// with the step of the calling tool and a request whose ID is set, for
+// ReplaySafe tools only. It may block until the answer comes or ctx is
+// done.
+//
+// ctx is the tool handler's context, which derives from the one the
+// runner passed to the call's fn in [StepRunner.Tools], and s is the very
+// *Step the runner was given there for the call: a runner that serves
+// only its own durable runs recognises them by a value it put in that
+// context, naming s (a subagent's tool inside a step inherits the step's
+// context values, with a Step of its own). When it cannot serve ctx — the call runs outside its
+// durable runs, as when the runner ran the group directly — Ask returns
+// an error that wraps [ErrAskUnsupported], without side effects: AskUser
+// then gives the question to the application's answerer ([WithAsker])
+// when there is one, and returns the error otherwise. Any other error is
+// returned to the tool as it is.
 type Asker interface {
 	Ask(ctx context.Context, s *Step, req AskRequest) (Answer, error)
 }
+
+// AnswerFunc answers a user question in process: an interactive
+// application (a CLI prompt, a chat UI) installs one with [WithAsker].
+// [AskUser] calls it from the asking tool's goroutine with a request whose
+// ID is set; it may block until the user answers, and should return when
+// ctx is done (the run is cancelled, the tool timed out). Several tool
+// calls may ask at once: an AnswerFunc must be safe for concurrent use.
+// To decline, return an error (wrap [ErrAskUnsupported] to say that no
+// one can answer); the tool gets it from AskUser.
+type AnswerFunc func(ctx context.Context, req AskRequest) (Answer, error)
+
+// WithAsker installs fn as the agent's answerer: [AskUser] in a tool of
+// this agent gives it the questions that no durable runtime takes, so
+// that a tool (an MCP server's elicitation, a confirmation) can ask the
+// user of an interactive application without a durable runtime. With a
+// [StepRunner] that implements [Asker] (the durable runtime), the runner
+// takes the questions of ReplaySafe tools inside its durable runs, and
+// fn the others: the runner's questions survive a crash, fn's answers
+// are not recorded. A subagent ([AgentTool]) does not inherit it. nil, the
+// default, installs none.
+func WithAsker(fn AnswerFunc) Option { return func(c *config) { c.answer = fn } }
 
 // Clock is implemented by a [StepRunner] that records time: [Now] calls
 // it within a step (s is that step) so that a rerun sees the recorded
@@ -354,7 +389,8 @@ func toolKey(run string, step int, id string, pos int) string {
 // middleware and hooks — "<run id>/model/<step>". Elsewhere it returns "".
 // A tool can pass it to an external API as an idempotency key, so that a
 // call rerun after a crash does not act twice. It is available with or
-// without a [StepRunner] and equals [Step.Key] of the step.
+// without a [StepRunner] and equals [Step.Key] of the step. A tool that
+// needs its call ID alone reads [ToolCallID] rather than parse the key.
 func ExecutionKey(ctx context.Context) string {
 	switch s := ctx.Value(scopeKey{}).(type) {
 	case *toolScope:
@@ -363,6 +399,19 @@ func ExecutionKey(ctx context.Context) string {
 		return s.key()
 	}
 	return ""
+}
+
+// ToolCallID returns the ID of the tool call ctx belongs to — inside its
+// handler, interceptors, middleware and hooks — as the model sent it
+// ([ToolCall.ID]), and true; outside a tool call, "" and false. A call
+// the model sent without an ID gives "" and true (its [ExecutionKey]
+// names it by position instead). Inside a model request it returns ""
+// and false, as it does in run interceptors and turn callbacks.
+func ToolCallID(ctx context.Context) (string, bool) {
+	if s, ok := ctx.Value(scopeKey{}).(*toolScope); ok {
+		return s.orig.ID, true
+	}
+	return "", false
 }
 
 // Now returns the current time, as recorded by the [StepRunner] when it
@@ -471,14 +520,26 @@ type Answer struct {
 	Text string `json:"text,omitempty"`
 }
 
-// AskUser asks the user a question from inside a tool handler and returns the
-// answer. It needs a [StepRunner] that implements [Asker] — a durable
-// runtime, which parks the question and stores the answer — and fails
-// with [ErrAskUnsupported] without one, or outside a tool call. The tool
-// must be ReplaySafe ([ErrAskNotReplaySafe] otherwise): after a crash the
-// tool runs again from its start, and AskUser returns the stored answer. A
-// malformed request fails with [ErrInvalidAsk]. AskUser may block until the
-// answer comes.
+// AskUser asks the user a question from inside a tool handler and returns
+// the answer. It may block until the answer comes. Who answers:
+//
+//  1. A [StepRunner] that implements [Asker] — a durable runtime, which
+//     parks the question and stores the answer — for a ReplaySafe tool:
+//     after a crash the tool runs again from its start, and AskUser
+//     returns the stored answer.
+//  2. Otherwise, or when the runner declines with [ErrAskUnsupported]
+//     (the call is not inside one of its durable runs), the application's
+//     answerer from [WithAsker], in process. Its answers are not
+//     recorded, which is sound for the questions it gets: without a
+//     durable runtime nothing runs again, and a durable runtime does not
+//     run a tool that is not ReplaySafe again after a crash.
+//  3. With neither, AskUser fails with [ErrAskUnsupported], or with
+//     [ErrAskNotReplaySafe] when the runner could have asked but the tool
+//     is not ReplaySafe.
+//
+// Outside a tool call it fails with [ErrAskUnsupported]; a malformed
+// request fails with [ErrInvalidAsk]. The answer's ID and Kind are the
+// request's when the answerer left them empty.
 func AskUser(ctx context.Context, req AskRequest) (Answer, error) {
 	s, _ := ctx.Value(scopeKey{}).(*toolScope)
 	if s == nil {
@@ -487,30 +548,54 @@ func AskUser(ctx context.Context, req AskRequest) (Answer, error) {
 	if err := req.validate(); err != nil {
 		return Answer{}, err
 	}
-	t := s.a.snap.Load().lookup(s.orig.Name)
-	if s.st != nil {
-		t = s.st.Tool
+	answer := s.a.cfg.answer
+	if asker, ok := s.a.cfg.steps.(Asker); ok {
+		t := s.a.snap.Load().lookup(s.orig.Name)
+		if s.st != nil {
+			t = s.st.Tool
+		}
+		switch {
+		case t != nil && t.ReplayPolicy == ReplaySafe:
+			s.askID(&req)
+			ans, err := asker.Ask(ctx, s.st, req)
+			if err == nil {
+				return completeAnswer(ans, &req), nil
+			}
+			if answer == nil || !errors.Is(err, ErrAskUnsupported) {
+				return Answer{}, err
+			}
+			// The runner cannot serve this call: the application answers.
+		case answer == nil:
+			return Answer{}, fmt.Errorf("%w: tool %q; an asking tool runs again from its start after a crash, so it must be marked ReplaySafe", ErrAskNotReplaySafe, s.orig.Name)
+		}
 	}
-	if t == nil || t.ReplayPolicy != ReplaySafe {
-		return Answer{}, fmt.Errorf("%w: tool %q; an asking tool runs again from its start after a crash, so it must be marked ReplaySafe", ErrAskNotReplaySafe, s.orig.Name)
+	if answer == nil {
+		return Answer{}, fmt.Errorf("%w: no one can answer: install an answerer with WithAsker, or a StepRunner that implements Asker (a durable runtime) with WithStepRunner", ErrAskUnsupported)
 	}
-	asker, ok := s.a.cfg.steps.(Asker)
-	if !ok {
-		return Answer{}, fmt.Errorf("%w: asks need a durable runtime: install a StepRunner that implements Asker with WithStepRunner", ErrAskUnsupported)
+	s.askID(&req)
+	ans, err := answer(ctx, req)
+	if err != nil {
+		return Answer{}, err
 	}
+	return completeAnswer(ans, &req), nil
+}
+
+// askID names a question of the call that has no ID: "<execution
+// key>/ask/<n>", n counting the call's questions from 1.
+func (s *toolScope) askID(req *AskRequest) {
 	n := s.asks.Add(1)
 	if req.ID == "" {
 		req.ID = s.key() + "/ask/" + strconv.Itoa(int(n))
 	}
-	ans, err := asker.Ask(ctx, s.st, req)
-	if err != nil {
-		return Answer{}, err
-	}
+}
+
+// completeAnswer gives ans the request's ID and kind where it has none.
+func completeAnswer(ans Answer, req *AskRequest) Answer {
 	if ans.ID == "" {
 		ans.ID = req.ID
 	}
 	if ans.Kind == "" {
 		ans.Kind = req.Kind
 	}
-	return ans, nil
+	return ans
 }

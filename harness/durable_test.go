@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -531,5 +532,226 @@ func TestNow(t *testing.T) {
 	}
 	if time.Since(harness.Now(context.Background())) > time.Minute {
 		t.Error("Now outside a step is not the real time")
+	}
+}
+
+// A tool, its middleware and its hooks read the call's ID with
+// ToolCallID, with or without a runner; elsewhere there is none.
+func TestToolCallID(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		runner harness.StepRunner
+	}{{"direct", nil}, {"runner", ht.NewStepRunner()}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []string
+			add := func(where string, ctx context.Context) {
+				id, ok := harness.ToolCallID(ctx)
+				mu.Lock()
+				got = append(got, fmt.Sprintf("%s %q %v", where, id, ok))
+				mu.Unlock()
+			}
+			script := ht.NewScriptedProvider(
+				ht.Response{ToolCalls: []harness.ToolCall{ht.Call("c1", "id", `{}`), ht.Call("", "id", `{}`)}},
+				ht.Reply("ok"))
+			p := harness.ProviderFunc(func(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+				add("provider", ctx)
+				return script.Generate(ctx, req)
+			})
+			tool := harness.MustTool(harness.NewTool("id", "", func(ctx context.Context, _ struct{}) (string, error) {
+				add("tool", ctx)
+				return "ok", nil
+			}))
+			opts := []harness.Option{harness.WithTools(tool),
+				harness.WithMiddleware(harness.ToolCallFunc(func(ctx context.Context, call *harness.ToolCall) (harness.ToolAction, error) {
+					add("middleware", ctx)
+					return harness.ToolAction{}, nil
+				})),
+				harness.WithHook(harness.EventToolCallEnd, func(ctx context.Context, _ *harness.Event) error {
+					add("hook", ctx)
+					return nil
+				})}
+			if tc.runner != nil {
+				opts = append(opts, harness.WithStepRunner(tc.runner))
+			}
+			a := newAgent(t, p, opts...)
+			if _, err := a.Run(harness.ContextWithRunID(context.Background(), "r1"), "go"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{`provider "" false`,
+				`middleware "c1" true`, `tool "c1" true`, `hook "c1" true`,
+				`middleware "" true`, `tool "" true`, `hook "" true`,
+				`provider "" false`}
+			if !slices.Equal(got, want) {
+				t.Errorf("IDs:\n got %q\nwant %q", got, want)
+			}
+			if id, ok := harness.ToolCallID(context.Background()); id != "" || ok {
+				t.Errorf("outside a call: %q, %v", id, ok)
+			}
+		})
+	}
+}
+
+// decliningRunner is an Asker that serves no call, as a durable runner
+// does outside its durable runs.
+type decliningRunner struct {
+	harness.DirectRunner
+	asked atomic.Int32
+}
+
+func (r *decliningRunner) Ask(context.Context, *harness.Step, harness.AskRequest) (harness.Answer, error) {
+	r.asked.Add(1)
+	return harness.Answer{}, fmt.Errorf("%w: not inside a durable run", harness.ErrAskUnsupported)
+}
+
+// TestWithAsker checks who answers AskUser: the runner for a ReplaySafe
+// tool when it can, else the application's answerer, else no one.
+func TestWithAsker(t *testing.T) {
+	confirm := harness.AskRequest{Kind: harness.AskConfirm, Prompt: "Deploy?"}
+	var declining decliningRunner
+	htRunner := func() *ht.StepRunner {
+		r := ht.NewStepRunner()
+		r.SetAnswer("r1/tool/1/c1/ask/1", harness.Answer{Confirmed: true, Text: "runner"})
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		replay   harness.ReplayPolicy
+		runner   harness.StepRunner
+		answerer bool
+		want     string // who answered: "app", "runner", or the error
+		wantErr  error
+	}{
+		{"plain agent, unsafe tool", harness.ReplayUnsafe, nil, true, "app", nil},
+		{"plain agent, safe tool", harness.ReplaySafe, nil, true, "app", nil},
+		{"plain agent, no answerer", harness.ReplaySafe, nil, false, "", harness.ErrAskUnsupported},
+		{"runner wins for a safe tool", harness.ReplaySafe, htRunner(), true, "runner", nil},
+		{"app answers an unsafe tool under a runner", harness.ReplayUnsafe, htRunner(), true, "app", nil},
+		{"unsafe tool under a runner, no answerer", harness.ReplayUnsafe, htRunner(), false, "", harness.ErrAskNotReplaySafe},
+		{"runner declines: app answers", harness.ReplaySafe, &declining, true, "app", nil},
+		{"runner declines, no answerer", harness.ReplaySafe, &declining, false, "", harness.ErrAskUnsupported},
+		{"runner fails otherwise: no fallback", harness.ReplaySafe, ht.NewStepRunner(), true, "", ht.ErrNoAnswer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got harness.Answer
+			var askErr error
+			tool := harness.MustTool(harness.NewTool("ask", "", func(ctx context.Context, _ struct{}) (string, error) {
+				got, askErr = harness.AskUser(ctx, confirm)
+				return "", askErr
+			}))
+			tool.ReplayPolicy = tc.replay
+			var appReqs []harness.AskRequest
+			opts := []harness.Option{harness.WithTools(tool)}
+			if tc.runner != nil {
+				opts = append(opts, harness.WithStepRunner(tc.runner))
+			}
+			if tc.answerer {
+				opts = append(opts, harness.WithAsker(func(ctx context.Context, req harness.AskRequest) (harness.Answer, error) {
+					if id, _ := harness.ToolCallID(ctx); id != "c1" {
+						t.Errorf("the answerer's context belongs to call %q", id)
+					}
+					appReqs = append(appReqs, req)
+					return harness.Answer{Confirmed: true, Text: "app"}, nil
+				}))
+			}
+			a := newAgent(t, ht.NewScriptedProvider(ht.CallTool("c1", "ask", `{}`), ht.Reply("ok")), opts...)
+			if _, err := a.Run(harness.ContextWithRunID(context.Background(), "r1"), "go"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantErr != nil {
+				if !errors.Is(askErr, tc.wantErr) || len(appReqs) != 0 {
+					t.Errorf("AskUser: %v (answerer asked %d times); want %v", askErr, len(appReqs), tc.wantErr)
+				}
+				return
+			}
+			if askErr != nil || got.Text != tc.want {
+				t.Fatalf("AskUser = %+v, %v; want the %s's answer", got, askErr, tc.want)
+			}
+			want := harness.Answer{ID: "r1/tool/1/c1/ask/1", Kind: harness.AskConfirm, Confirmed: true, Text: tc.want}
+			if got != want {
+				t.Errorf("answer = %+v; want %+v", got, want)
+			}
+			if tc.want == "app" && (len(appReqs) != 1 || appReqs[0].ID != want.ID || appReqs[0].Prompt != "Deploy?") {
+				t.Errorf("the answerer got %+v", appReqs)
+			}
+			if r, ok := tc.runner.(*ht.StepRunner); ok && tc.want == "app" && len(r.Asks()) != 0 {
+				t.Errorf("the runner was asked for an unsafe tool: %+v", r.Asks())
+			}
+		})
+	}
+	if declining.asked.Load() != 2 {
+		t.Errorf("the declining runner was asked %d times; want 2 (it is asked first)", declining.asked.Load())
+	}
+}
+
+func TestFeatureAsks(t *testing.T) {
+	answer := harness.WithAsker(func(context.Context, harness.AskRequest) (harness.Answer, error) { return harness.Answer{}, nil })
+	for _, tc := range []struct {
+		name             string
+		opts             []harness.Option
+		asks, durableAsk bool
+	}{
+		{"nothing", nil, false, false},
+		{"answerer", []harness.Option{answer}, true, false},
+		{"asker runner", []harness.Option{harness.WithStepRunner(ht.NewStepRunner())}, true, true},
+		{"runner without Ask", []harness.Option{harness.WithStepRunner(harness.DirectRunner{})}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ext := &funcExt{name: "probe"}
+			newAgent(t, ht.NewScriptedProvider(), append(tc.opts, harness.WithExtensions(ext))...)
+			if got := ext.ec.Supports(harness.FeatureAsks); got != tc.asks {
+				t.Errorf("Supports(FeatureAsks) = %v", got)
+			}
+			if got := ext.ec.Supports(harness.FeatureDurableAsks); got != tc.durableAsk {
+				t.Errorf("Supports(FeatureDurableAsks) = %v", got)
+			}
+		})
+	}
+}
+
+type stepMark struct{}
+
+// markingRunner marks each call's context with its step, and serves asks
+// only where the mark names the asking step, as a durable runner
+// recognises its own runs.
+type markingRunner struct {
+	harness.DirectRunner
+	given  []*harness.Step
+	served int
+}
+
+func (r *markingRunner) Tools(ctx context.Context, steps []*harness.Step, fn func(context.Context, int) *harness.ToolResult) []*harness.ToolResult {
+	r.given = append(r.given, steps...)
+	return r.DirectRunner.Tools(ctx, steps, func(ctx context.Context, i int) *harness.ToolResult {
+		return fn(context.WithValue(ctx, stepMark{}, steps[i]), i)
+	})
+}
+
+func (r *markingRunner) Ask(ctx context.Context, s *harness.Step, req harness.AskRequest) (harness.Answer, error) {
+	if m, _ := ctx.Value(stepMark{}).(*harness.Step); m == nil || m != s {
+		return harness.Answer{}, fmt.Errorf("%w: not my step", harness.ErrAskUnsupported)
+	}
+	r.served++
+	return harness.Answer{Confirmed: true}, nil
+}
+
+// The Step an Asker gets is the one it was given in Tools, and the ask's
+// context carries what the runner put in the call's: enough for a
+// runner to tell its own calls.
+func TestAskerRecognisesItsStep(t *testing.T) {
+	r := &markingRunner{}
+	tool := harness.MustTool(harness.NewTool("ask", "", func(ctx context.Context, _ struct{}) (string, error) {
+		a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskConfirm, Prompt: "ok?"})
+		return fmt.Sprint(a.Confirmed), err
+	}))
+	tool.ReplayPolicy = harness.ReplaySafe
+	a := newAgent(t, ht.NewScriptedProvider(ht.CallTool("c1", "ask", `{}`), ht.Reply("done")),
+		harness.WithTools(tool), harness.WithStepRunner(r))
+	res, err := a.Run(context.Background(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Messages[2].Content[0].ToolResult; got.IsError || got.Content != "true" || r.served != 1 || len(r.given) != 1 {
+		t.Errorf("result %+v, served %d; want the runner to recognise its step", got, r.served)
 	}
 }

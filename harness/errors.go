@@ -33,14 +33,26 @@ var (
 	// [ContextWithRunID] that is empty, too long or not printable, and by
 	// Resume for one that is not the paused run's.
 	ErrInvalidRunID = errors.New("harness: invalid run ID")
-	// ErrAskUnsupported is returned by [AskUser] outside a tool call, or when no
-	// step runner implementing [Asker] is installed.
+	// ErrAskUnsupported is returned by [AskUser] outside a tool call, or when
+	// no one can answer: no answerer ([WithAsker]) and no step runner
+	// implementing [Asker] that can serve the call. An Asker returns it
+	// (wrapped) for a call outside its durable runs.
 	ErrAskUnsupported = errors.New("harness: ask unsupported")
 	// ErrAskNotReplaySafe is returned by [AskUser] called from a tool that is not
 	// ReplaySafe.
 	ErrAskNotReplaySafe = errors.New("harness: ask from a tool that is not replay-safe")
 	// ErrInvalidAsk is returned by [AskUser] for a malformed [AskRequest].
 	ErrInvalidAsk = errors.New("harness: invalid ask")
+	// ErrInstalling is returned by [Agent.Run], [Agent.Resume] and
+	// [Agent.Close] called while [New] (or [LoadSession]) installs the
+	// extensions, from an Install for instance: the agent is not built yet.
+	ErrInstalling = errors.New("harness: the agent's extensions are being installed")
+	// ErrInTransform is returned by the methods that change an agent's
+	// registrations (RegisterTool, AddMiddleware, OnHook, TransformTools,
+	// RefreshTools, Handle.Close, …) when a [ToolTransform] calls them:
+	// a transform computes a catalog, it does not change the registry it
+	// is computed from.
+	ErrInTransform = errors.New("harness: called from inside a tool transform")
 
 	errInvalidHash = errors.New("harness: invalid hash")
 )
@@ -49,7 +61,7 @@ var (
 // lifecycle callback or its teardown.
 type ExtensionError struct {
 	Extension string // the extension's name
-	Op        string // "install", "turn_start", "turn_end", "save_session", "load_session", "teardown", "name"
+	Op        string // "install", "turn_start", "turn_end", "save_session", "load_session", "teardown", "name", "tool_transform"
 	Err       error
 }
 

@@ -117,3 +117,35 @@ func ExampleExecutionKey() {
 	// order-42
 	// charged with idempotency key order-42/tool/1/call_1
 }
+
+// An interactive application answers the questions its tools ask with
+// harness.AskUser; here the "user" always picks the first option.
+func ExampleWithAsker() {
+	type deployInput struct {
+		Service string `json:"service"`
+	}
+	deploy := harness.MustTool(harness.NewTool("deploy", "Deploy a service.", func(ctx context.Context, in deployInput) (string, error) {
+		ans, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "Deploy " + in.Service + " where?",
+			Options: []string{"staging", "production"}})
+		if err != nil {
+			return "", err
+		}
+		return in.Service + " deployed to " + ans.Choice, nil
+	}))
+	ask := func(ctx context.Context, req harness.AskRequest) (harness.Answer, error) {
+		fmt.Println("asked:", req.Prompt, req.Options)
+		return harness.Answer{Choice: req.Options[0]}, nil
+	}
+	model := ht.NewScriptedProvider(ht.CallTool("c1", "deploy", `{"service":"api"}`), ht.Reply("Done."))
+	agent, err := harness.New(harness.WithProvider(model), harness.WithStateDir(""), harness.WithTools(deploy), harness.WithAsker(ask))
+	if err != nil {
+		panic(err)
+	}
+	defer agent.Close(context.Background())
+
+	res, _ := agent.Run(context.Background(), "deploy the api")
+	fmt.Println(res.Messages[2].Content[0].ToolResult.Content)
+	// Output:
+	// asked: Deploy api where? [staging production]
+	// api deployed to staging
+}

@@ -17,7 +17,11 @@ const DefaultPriority = 100
 // Name must be unique among an agent's extensions and non-empty. Install
 // runs synchronously during [New]; it registers capabilities through the
 // [ExtensionContext] and must not acquire resources that need a teardown
-// (do that lazily in OnTurnStart). If Install fails or panics, every
+// (do that lazily in OnTurnStart). Its registrations take effect together
+// when it returns (the tool catalog is rebuilt once for all of them;
+// reading the catalog during Install shows them). The agent is not built
+// yet: [Agent.Run], [Agent.Resume] and [Agent.Close] called during Install
+// fail with [ErrInstalling]. If Install fails or panics, every
 // registration it made through the context is removed.
 //
 // An extension may also implement [Prioritizer] and the lifecycle
@@ -162,12 +166,19 @@ func (ec *ExtensionContext) GetState(key string) (any, bool) { return ec.agent.g
 // SetState sets the shared metadata value under key.
 func (ec *ExtensionContext) SetState(key string, v any) { ec.agent.setState(key, v) }
 
-// closeAll removes the extension's registrations in reverse order.
+// closeAll removes the extension's registrations in reverse order, with
+// one rebuild of the snapshot.
 func (ec *ExtensionContext) closeAll() {
-	ec.agent.regMu.Lock()
+	a := ec.agent
+	if err := a.lockReg(); err != nil {
+		a.logger.Error("harness: an extension's registrations cannot be removed from inside a tool transform", "extension", ec.name, "err", err)
+		return
+	}
 	hs := ec.handles
 	ec.handles = nil
-	ec.agent.regMu.Unlock()
+	a.unlockReg()
+	a.beginBatch()
+	defer a.endBatch()
 	for i := len(hs) - 1; i >= 0; i-- {
 		hs[i].Close()
 	}

@@ -30,9 +30,14 @@ const (
 	FeatureCommands Feature = "commands"
 	// FeatureToolUpdates: [Update] and [EventToolUpdate]. Always present.
 	FeatureToolUpdates Feature = "tool_updates"
-	// FeatureDurableAsks: [AskUser] works: the agent has a [StepRunner]
-	// that implements [Asker] (a durable runtime).
+	// FeatureDurableAsks: [AskUser] parks questions durably: the agent has
+	// a [StepRunner] that implements [Asker] (a durable runtime).
 	FeatureDurableAsks Feature = "durable_asks"
+	// FeatureAsks: [AskUser] can reach someone: the agent has an answerer
+	// ([WithAsker]) or a StepRunner that implements Asker. An extension
+	// that only needs an answer, durable or not (an MCP client that
+	// offers elicitation to servers), asks for this one.
+	FeatureAsks Feature = "asks"
 )
 
 // UnsupportedError reports the use of a [Feature] that the engine lacks.
@@ -65,6 +70,9 @@ func (a *Agent) supports(f Feature) (bool, string) {
 	case FeatureDurableAsks:
 		_, ok := a.cfg.steps.(Asker)
 		return ok, "install a StepRunner that implements Asker, such as the durable runtime's, with WithStepRunner"
+	case FeatureAsks:
+		_, ok := a.cfg.steps.(Asker)
+		return ok || a.cfg.answer != nil, "install an answerer with WithAsker, or a StepRunner that implements Asker with WithStepRunner"
 	}
 	return false, ""
 }
@@ -90,7 +98,8 @@ func (ec *ExtensionContext) Supports(f Feature) bool {
 // when all are present. Called during Install, a missing feature fails
 // the install with that error even if Install then returns nil, so that
 // an extension cannot be half installed on an engine that cannot run it.
-// An extension whose tools call [AskUser] requires [FeatureDurableAsks].
+// An extension whose tools must park their questions durably requires
+// [FeatureDurableAsks]; one that only needs them answered, [FeatureAsks].
 func (ec *ExtensionContext) Require(features ...Feature) error {
 	for _, f := range features {
 		if ok, hint := ec.agent.supports(f); !ok {

@@ -32,7 +32,10 @@ const (
 	EventError
 	// EventHookFailed fires when another hook returned an error or panicked:
 	// Event.Err describes it, Event.FailedEvent names the event it observed.
-	// A failure of an EventHookFailed hook is only logged.
+	// It also reports a [ToolTransform] that panicked and was skipped:
+	// FailedEvent is then 0 and Err an [*ExtensionError] with Op
+	// "tool_transform" naming the extension. A failure of an
+	// EventHookFailed hook is only logged.
 	EventHookFailed
 	// EventCommand fires when a slash command ran, or its recorded result
 	// was used (see [Agent.Run]): Event.Command, and Event.Err when it

@@ -47,13 +47,15 @@ func (in *Instructions) Set(key, text string) (*Handle, error) {
 	}
 	a := in.ec.agent
 	e := &instruction{text}
-	a.regMu.Lock()
-	defer a.regMu.Unlock()
+	if err := a.lockReg(); err != nil {
+		return nil, err
+	}
+	defer a.unlockReg()
 	if a.reg.instructions == nil {
 		a.reg.instructions = map[string]*instruction{}
 	}
 	a.reg.instructions[key] = e
-	a.rebuild()
+	a.changed()
 	return a.track(in.ec, func() {
 		if a.reg.instructions[key] == e {
 			delete(a.reg.instructions, key)

@@ -87,6 +87,9 @@ type pendingRun struct {
 	Calls    []ToolCall        `json:"calls"`
 	Results  []*ToolResult     `json:"results"` // nil where the call waits
 	Requests []ApprovalRequest `json:"requests"`
+	// Command marks the run of a recorded command's prompt (see
+	// Agent.Run): Resume records the outcome in the command's record.
+	Command bool `json:"command,omitempty"`
 }
 
 type approvalKey struct{}
@@ -121,8 +124,25 @@ func Approved(ctx context.Context) bool {
 // that ID (in the agent's storage when it has one, so the record survives
 // a restart): a retried submission with the same ID and input does not
 // run the command again but returns the recorded result, with
-// [CommandRun.Replayed] set. A command that failed is not recorded.
+// [CommandRun.Replayed] set. A command that failed is not recorded. Nor
+// is its prompt submitted twice: without a step runner, the outcome of
+// the prompt's run (its status, text, steps, usage, cost, pending
+// approvals and error text; after a pause, as its Resume ended it) is
+// recorded too, and the retry returns it without a run — no model
+// request, no message, no turn callback or run hook, only EventCommand.
+// A retry that finds the prompt submitted but no outcome (the process
+// stopped during the run) fails with [ErrInvalidRunID] rather than submit
+// it again. With a step runner (a durable runtime) the prompt's run
+// executes again under the run ID, and the runner returns its recorded
+// steps instead of doing them again.
+//
+// Called from an extension's Install, before [New] returns, Run fails with
+// [ErrInstalling] and runs nothing: the extensions after it are not
+// installed yet.
 func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error) {
+	if a.installing.Load() {
+		return nil, fmt.Errorf("%w: Run during an extension's Install", ErrInstalling)
+	}
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
 	if a.closed.Load() {
@@ -160,14 +180,26 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
 		return a.turn(ctx, res, userMessage, nil, info)
 	})
+	if set && res.Command != nil && a.recordsOutcome() {
+		// The run of a recorded command's prompt: its outcome joins the
+		// record, and a paused run's Resume updates it.
+		a.recordOutcome(rs, res.Command, res)
+		if res.Status == StatusPaused {
+			a.markCommandPending()
+		}
+	}
 	return res, res.Err
 }
 
 // Resume continues a paused run with a decision for every pending approval.
 // Approved calls run; denied calls give the model an error result with the
 // decision's reason. A decision for an unknown request, or a missing
-// decision, is an error and changes nothing.
+// decision, is an error and changes nothing. Called from an extension's
+// Install, Resume fails with [ErrInstalling], as Run does.
 func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, error) {
+	if a.installing.Load() {
+		return nil, fmt.Errorf("%w: Resume during an extension's Install", ErrInstalling)
+	}
 	a.runMu.Lock()
 	defer a.runMu.Unlock()
 	if a.closed.Load() {
@@ -208,7 +240,26 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
 		return a.turn(ctx, res, p.Input, &resumeState{p: p, decisions: byID}, info)
 	})
+	if p.Command && a.recordsOutcome() {
+		a.recordOutcome(rs, nil, res)
+		if res.Status == StatusPaused {
+			a.markCommandPending()
+		}
+	}
 	return res, res.Err
+}
+
+// markCommandPending marks the paused run as a recorded command's prompt
+// run, so that Resume records its outcome. The pending state is replaced,
+// not changed: a session save may be reading it.
+func (a *Agent) markCommandPending() {
+	a.histMu.Lock()
+	defer a.histMu.Unlock()
+	if a.pending != nil {
+		p := *a.pending
+		p.Command = true
+		a.pending = &p
+	}
 }
 
 type resumeState struct {

@@ -100,7 +100,7 @@ func LoadSession(ctx context.Context, data []byte, opts ...Option) (*Agent, erro
 		// may add them later (a server that connects).
 		a.regMu.Lock()
 		a.activate(d.ActiveTools)
-		a.regMu.Unlock()
+		a.unlockReg()
 	}
 	a.sessionStarted(ctx, true)
 	return a, nil

@@ -27,9 +27,16 @@ const (
 	maxStorageKeyLen = 150
 )
 
-// ErrInvalidStorageName is returned by [Storage] methods for a namespace,
-// session ID or key that is not valid (see [ExtensionContext.Storage]).
-var ErrInvalidStorageName = errors.New("harness: invalid storage name")
+var (
+	// ErrInvalidStorageName is returned by [Storage] methods for a
+	// namespace, session ID or key that is not valid (see
+	// [ExtensionContext.Storage]).
+	ErrInvalidStorageName = errors.New("harness: invalid storage name")
+	// ErrNestedSession is returned by every method of the store that
+	// [Storage.Session] returns when it is called on a session's store:
+	// sessions do not nest.
+	ErrNestedSession = errors.New("harness: nested storage session")
+)
 
 // StorageScope names one key space of a [StorageBackend]: a namespace,
 // and, for session storage, the session. Session "" is the namespace's
@@ -143,9 +150,18 @@ type Storage struct {
 // keys are apart from the shared ones and from other sessions'. A session
 // ID is 1 to 150 bytes of valid UTF-8 without control characters; use
 // [ExtensionContext.SessionID] for the agent's.
+//
+// Sessions do not nest: called on a session's store (st.Session(a).Session(b)),
+// Session returns a store whose every method fails with [ErrNestedSession],
+// naming both sessions, rather than quietly using session b. Like every
+// error of a store, it shows at the first use, or at once with [Storage.Err].
 func (s *Storage) Session(id string) *Storage {
 	if s.err != nil {
 		return s
+	}
+	if s.scope.Session != "" {
+		return &Storage{err: fmt.Errorf("%w: Session(%q) called on the store of session %q in namespace %s; call it on the namespace's store",
+			ErrNestedSession, id, s.scope.Session, s.scope.Namespace)}
 	}
 	if err := validStorageName("session ID", id); err != nil {
 		return &Storage{err: err}
@@ -153,8 +169,17 @@ func (s *Storage) Session(id string) *Storage {
 	return &Storage{b: s.b, scope: StorageScope{Namespace: s.scope.Namespace, Session: id}}
 }
 
-// Scope returns the key space the store reads and writes.
+// Scope returns the key space the store reads and writes; the zero scope
+// for a store whose methods fail (see [Storage.Err]).
 func (s *Storage) Scope() StorageScope { return s.scope }
+
+// Err returns the error that every method of the store returns because of
+// how the store was made — a bad namespace or session ID
+// ([ErrInvalidStorageName]), a nested session ([ErrNestedSession]), an
+// agent without storage (an [*UnsupportedError]) — or nil for a usable
+// store. A store that is usable may still fail at an operation (a bad key,
+// the backend's I/O).
+func (s *Storage) Err() error { return s.err }
 
 // Get decodes the value of key into v, as json.Unmarshal does, and
 // reports whether there was one. A *json.RawMessage receives the stored

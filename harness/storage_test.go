@@ -313,3 +313,40 @@ func TestSupportsAndRequire(t *testing.T) {
 		t.Error("durable asks not supported with an Asker runner")
 	}
 }
+
+// Session of a session's store is an error, not a quiet re-scope: every
+// method of the store it returns fails with ErrNestedSession, and nothing
+// is written to either session.
+func TestNestedStorageSessionFails(t *testing.T) {
+	ctx := context.Background()
+	_, ext := storageAgent(t, t.TempDir())
+	st := ext.ec.Storage("web")
+	if err := st.Err(); err != nil {
+		t.Fatalf("Err of a usable store: %v", err)
+	}
+	nested := st.Session("a").Session("b")
+	err := nested.Err()
+	if !errors.Is(err, harness.ErrNestedSession) || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), `"b"`) {
+		t.Errorf("Err = %v; want ErrNestedSession naming both sessions", err)
+	}
+	if nested.Scope() != (harness.StorageScope{}) {
+		t.Errorf("Scope = %v; want none", nested.Scope())
+	}
+	var v string
+	_, getErr := nested.Get(ctx, "k", &v)
+	_, listErr := nested.List(ctx, "")
+	for name, err := range map[string]error{"Put": nested.Put(ctx, "k", "v"), "Get": getErr, "Delete": nested.Delete(ctx, "k"),
+		"List": listErr, "Session": nested.Session("c").Err()} {
+		if !errors.Is(err, harness.ErrNestedSession) {
+			t.Errorf("%s: %v; want ErrNestedSession", name, err)
+		}
+	}
+	for _, id := range []string{"a", "b"} {
+		if keys, err := st.Session(id).List(ctx, ""); err != nil || len(keys) != 0 {
+			t.Errorf("session %s holds %q, %v; want nothing written", id, keys, err)
+		}
+	}
+	if err := st.Session("").Err(); !errors.Is(err, harness.ErrInvalidStorageName) {
+		t.Errorf("Err of a bad session ID: %v", err)
+	}
+}

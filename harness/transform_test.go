@@ -204,7 +204,7 @@ func TestTransformDroppedSourceDisappears(t *testing.T) {
 	}
 }
 
-func TestTransformSeesBaseAndFailsClosed(t *testing.T) {
+func TestTransformSeesBase(t *testing.T) {
 	var seen []string
 	log, buf := logBuffer()
 	ext := &funcExt{name: "x", install: func(ec *harness.ExtensionContext) error {
@@ -232,13 +232,5 @@ func TestTransformSeesBaseAndFailsClosed(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "invalid tool") || !strings.Contains(buf.String(), "twice") {
 		t.Errorf("log lacks the dropped tools: %s", buf)
-	}
-	h, _ := ext.ec.TransformTools(func([]*harness.Tool) []*harness.Tool { panic("policy bug") })
-	if got := a.Inventory().Tools; len(got) != 0 {
-		t.Errorf("catalog after a panicking transform = %q; want none (fail closed)", got)
-	}
-	h.Close()
-	if got := a.Inventory().Tools; len(got) != 2 {
-		t.Errorf("catalog after removing the panicking transform = %q", got)
 	}
 }
