@@ -153,8 +153,8 @@
 // owner, finding its marker without an outcome, reports it interrupted
 // to the model, as after a crash. A ReplaySafe call may run again, even
 // at the same time as the stalled one. Tools with effects should pass
-// [harness.ExecutionKey] as the idempotency key of what they call, and
-// the lease should be well above the longest stall a live worker may
+// [harness.ExecutionKey] (or [harness.ToolCallID]) as the idempotency key
+// of what they call, and the lease should be well above the longest stall a live worker may
 // have.
 //
 // TestStalledWorkerNeverRepeatsAnUnsafeCall checks it with real

@@ -65,8 +65,14 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 
 type startKey struct{}
 
-// askRun holds, in a tool call's context, the run the call belongs to.
+// askRun holds, in a tool call's context, the call and its run (askCall).
 type askRun struct{}
+
+// askCall is a durable tool call that may ask.
+type askCall struct {
+	rs   *runState
+	step *harness.Step
+}
 
 // Tools runs each call as a step, started in slice order; a group of
 // several runs its steps in parallel (dbos.Go). A call that an earlier
@@ -100,7 +106,7 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 			if err != nil {
 				return stepError(s, fmt.Errorf("record that the call starts: %w", err)), nil
 			}
-			c := context.WithValue(context.WithValue(inner, startKey{}, start), askRun{}, rs)
+			c := context.WithValue(context.WithValue(inner, startKey{}, start), askRun{}, askCall{rs, s})
 			if !fresh && s.Replay != harness.ReplaySafe {
 				return fn(harness.InterruptedContext(c), i), nil
 			}
@@ -146,12 +152,15 @@ func stepError(s *harness.Step, err error) *harness.ToolResult {
 // run again after a crash finds the same workflow, and so the recorded
 // answer, without asking again.
 func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskRequest) (harness.Answer, error) {
-	rs, _ := ctx.Value(askRun{}).(*runState)
-	if s == nil || rs == nil {
-		// Only a tool call of a durable run has a run to park.
+	call, _ := ctx.Value(askRun{}).(askCall)
+	if s == nil || call.step != s {
+		// Only a tool call of a durable run has a run to park: not a
+		// call outside one, nor a subagent's call inside one (its context
+		// holds its parent's call, with another step). The agent's own
+		// answerer (harness.WithAsker), if any, answers instead.
 		return harness.Answer{}, fmt.Errorf("%w: outside a durable run", harness.ErrAskUnsupported)
 	}
-	rs.asked.Store(true)
+	call.rs.asked.Store(true)
 	h, err := dbos.RunWorkflow(r.rt.dctx, askWorkflow, askInput{RunID: s.RunID, Key: s.Key, Tool: s.Call.Name, Request: req},
 		dbos.WithWorkflowID(askWorkflowID(s.RunID, req.ID)))
 	if err != nil {
