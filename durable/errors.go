@@ -47,6 +47,9 @@ var (
 	// processes with one ID would both recover, and so both run, the same
 	// runs. Give each process its own stable ID (WithExecutorID).
 	ErrExecutorInUse = errors.New("durable: the executor ID is in use by another process")
+	// ErrInvalidRunOption: the options of Run or Submit contradict each
+	// other, or a session ID is malformed.
+	ErrInvalidRunOption = errors.New("durable: invalid run options")
 	// ErrVersionMismatch: the run is pinned to another application
 	// version than the runtime's (WithAppVersion); no worker of this
 	// version runs, recovers or resumes it, so the runtime neither waits

@@ -511,9 +511,14 @@ func (e *RunError) Error() string { return e.Msg }
 func (rt *Runtime) Run(ctx context.Context, agent, input string, opts ...RunOption) (*harness.RunResult, error) {
 	runID, h, err := rt.start(ctx, agent, input, opts)
 	if err != nil {
-		return nil, err
+		return nil, opError("run", runID, err)
 	}
-	return rt.await(ctx, runID, h, dbos.WithHandlePollingInterval(rt.cfg.poll))
+	res, err := rt.await(ctx, runID, h, dbos.WithHandlePollingInterval(rt.cfg.poll))
+	var re *RunError
+	if err != nil && !errors.As(err, &re) {
+		err = opError("run", runID, err)
+	}
+	return res, err
 }
 
 // Submit starts a durable run as [Runtime.Run] does and returns its ID
@@ -525,7 +530,7 @@ func (rt *Runtime) Run(ctx context.Context, agent, input string, opts ...RunOpti
 // this process, in the background.
 func (rt *Runtime) Submit(ctx context.Context, agent, input string, opts ...RunOption) (string, error) {
 	runID, _, err := rt.start(ctx, agent, input, opts)
-	return runID, err
+	return runID, opError("submit", runID, err)
 }
 
 // start starts a run: a workflow in this process, or enqueued. ctx bounds
@@ -550,10 +555,10 @@ func (rt *Runtime) start(ctx context.Context, agent, input string, opts []RunOpt
 	reject := false
 	switch {
 	case rc.session != "" && rc.runID != "":
-		return "", nil, errors.New("durable: WithRunID and WithSession exclude each other: a session names its runs")
+		return "", nil, fmt.Errorf("%w: WithRunID and WithSession exclude each other: a session names its runs", ErrInvalidRunOption)
 	case rc.session != "":
 		if strings.Contains(rc.session, "/") {
-			return "", nil, fmt.Errorf("durable: session ID %q contains \"/\"", rc.session)
+			return "", nil, fmt.Errorf("%w: session ID %q contains \"/\"", ErrInvalidRunOption, rc.session)
 		}
 		id, data, err := rt.sessionState(ctx, rc.session)
 		if err != nil {

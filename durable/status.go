@@ -243,7 +243,8 @@ func opError(op, runID string, err error) error {
 		return &c
 	}
 	for _, class := range []error{ErrUnknownRun, ErrUnknownAsk, ErrNotPaused, ErrInvalidDecision, ErrInvalidAnswer,
-		ErrAlreadyAnswered, ErrSessionBusy, ErrUnknownAgent, ErrVersionMismatch, ErrClosed, ErrNotLaunched} {
+		ErrAlreadyAnswered, ErrSessionBusy, ErrUnknownAgent, ErrVersionMismatch, ErrClosed, ErrNotLaunched,
+		ErrInvalidRunOption, ErrRegistration, harness.ErrInvalidRunID} {
 		if errors.Is(err, class) {
 			return &Error{Op: op, RunID: runID, Class: class, Msg: strings.TrimPrefix(strings.TrimPrefix(err.Error(), class.Error()), ": ")}
 		}

@@ -27,6 +27,13 @@
 // any itself, and prints which worker ran each. A worker killed while it
 // runs one leaves it to the others once its lease (5 s here) expires.
 //
-// The database is .harnessx/runs.db under the working directory, or -db.
-// -reset removes it and the marker file first.
+// The database is .harnessx/runs.db under the working directory, or -db:
+// a SQLite file (or sqlite:FILE) or a postgres:// URL; anything else is
+// refused. -reset removes the SQLite file and the marker file first.
+//
+// The crash demo traces its runs to .harnessx/traces.jsonl (or where the
+// environment says, see package exporters): after the second invocation,
+// "go run ./cmd/flightrec trace --last" shows the recovered run's span,
+// marked harnessx.recovered, and its link to the crashed attempt. A worker
+// that continues a run another worker left says so ("took over").
 package main

@@ -10,12 +10,18 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harnessx/harnessx/durable"
+	"github.com/harnessx/harnessx/exporters"
+	"github.com/harnessx/harnessx/extensions/tracing"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
@@ -64,7 +70,7 @@ func (e *executed) tool(id string) {
 func run(ctx context.Context, w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("durable", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	db := fs.String("db", filepath.Join(".harnessx", "runs.db"), "the SQLite database")
+	db := fs.String("db", filepath.Join(".harnessx", "runs.db"), "the database: a SQLite file (or sqlite:FILE), or a postgres:// URL")
 	ask := fs.Bool("ask", false, "run an agent whose tool asks a question, and wait for the answer")
 	reply := fs.Bool("reply", false, "answer the open question of run RUNID: -reply RUNID ANSWER")
 	reset := fs.Bool("reset", false, "remove the database and the marker file first")
@@ -76,9 +82,19 @@ func run(ctx context.Context, w io.Writer, args []string) error {
 	if *reply && fs.NArg() != 2 || !*reply && fs.NArg() != 0 || *submit < 0 {
 		return usageError{"usage: durable [-db FILE] [-reset] [-ask] | durable [-db FILE] -reply RUNID ANSWER | durable [-db FILE] -worker ID | durable [-db FILE] -submit N"}
 	}
-	marker := *db + ".crashed"
+	dsn, file, err := database(*db)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	marker := filepath.Join(".harnessx", "charge-demo.crashed")
+	if file != "" {
+		marker = file + ".crashed"
+	}
 	if *reset {
-		for _, f := range []string{*db, *db + "-wal", *db + "-shm", marker} {
+		if file == "" {
+			return usageError{"-reset removes a SQLite file; drop a Postgres database with psql"}
+		}
+		for _, f := range []string{file, file + "-wal", file + "-shm", marker} {
 			if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
@@ -88,7 +104,7 @@ func run(ctx context.Context, w io.Writer, args []string) error {
 	if *reply {
 		// A process that only answers does not launch: it must not recover
 		// (and so run) the runs of the process that waits.
-		rt, err := durable.Open(ctx, "sqlite:"+*db, durable.WithLogger(logger), durable.WithExecutorID("reply-cli"))
+		rt, err := durable.Open(ctx, dsn, durable.WithLogger(logger), durable.WithExecutorID("reply-cli"))
 		if err != nil {
 			return err
 		}
@@ -98,18 +114,26 @@ func run(ctx context.Context, w io.Writer, args []string) error {
 
 	switch {
 	case *worker != "":
-		return work(ctx, w, "sqlite:"+*db, *worker, logger)
+		return work(ctx, w, dsn, *worker, logger)
 	case *submit > 0:
-		return submitRuns(ctx, w, "sqlite:"+*db, *submit, logger)
+		return submitRuns(ctx, w, dsn, *submit, logger)
 	}
 
+	// The runs' spans go to .harnessx/traces.jsonl (or wherever the
+	// environment says): "go run ./cmd/flightrec trace --last" shows the
+	// recovered run's span and its link to the crashed one.
+	tp, err := exporters.FromEnv(ctx, exporters.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer tp.Shutdown(context.WithoutCancel(ctx))
 	ex := &executed{tools: map[string]bool{}}
-	rt, err := durable.Open(ctx, "sqlite:"+*db, durable.WithLogger(logger))
+	rt, err := durable.Open(ctx, dsn, durable.WithLogger(logger))
 	if err != nil {
 		return err
 	}
 	defer rt.Close(ctx)
-	if err := rt.Register("billing", billing(ex, marker)); err != nil {
+	if err := rt.Register("billing", billing(ex, marker, tp)); err != nil {
 		return err
 	}
 	if err := rt.Register("asker", asker(ex)); err != nil {
@@ -133,6 +157,40 @@ func run(ctx context.Context, w io.Writer, args []string) error {
 	return nil
 }
 
+// database turns -db into a DSN: a file or "sqlite:FILE" is SQLite (file
+// is its path), a postgres:// or postgresql:// URL is Postgres; anything
+// else is refused rather than taken for a file name.
+func database(db string) (dsn, file string, err error) {
+	switch {
+	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+		return db, "", nil
+	case strings.HasPrefix(db, "sqlite:"):
+		file = strings.TrimPrefix(db, "sqlite:")
+	case strings.Contains(db, "://"):
+		return "", "", fmt.Errorf("-db %q: not a SQLite file nor a postgres:// URL", redactURL(db))
+	case strings.Contains(db, "="):
+		// A key=value DSN may hold a password: it is not echoed.
+		return "", "", errors.New("-db: not a SQLite file nor a postgres:// URL (give a key=value DSN as a postgres:// URL)")
+	default:
+		file = db
+	}
+	if file == "" {
+		return "", "", errors.New("-db: empty file name")
+	}
+	return "sqlite:" + file, file, nil
+}
+
+// redactURL hides the password of a URL in messages.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return s
+}
+
 // demoQueue is the workers' queue.
 const demoQueue = "demo"
 
@@ -152,6 +210,9 @@ func work(ctx context.Context, w io.Writer, dsn, id string, logger *slog.Logger)
 		return err
 	}
 	if err := rt.Launch(ctx); err != nil {
+		if errors.Is(err, durable.ErrExecutorInUse) {
+			return fmt.Errorf("%w (is another \"-worker %s\" running?)", err, id)
+		}
 		return err
 	}
 	fmt.Fprintf(w, "worker %s: waiting for runs on queue %q (Ctrl-C stops it)\n", id, demoQueue)
@@ -177,7 +238,15 @@ func greeter(w io.Writer, worker string) durable.Factory {
 			last := req.Messages[len(req.Messages)-1].Content[0].ToolResult
 			return &harness.ModelResponse{Message: harness.AssistantMessage(last.Content), StopReason: harness.StopEndTurn, Provider: "scripted"}, nil
 		})
-		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(whoami)}, nil
+		// A run that another worker started and this one continues (its
+		// worker stopped, and the lease moved the run here) says so.
+		takeover := harness.WithHooks(func(_ context.Context, ev *harness.Event) error {
+			if ev.Recovered {
+				fmt.Fprintf(w, "worker %s: took over run %s (execution %d): the worker that ran it stopped\n", worker, ev.RunID, ev.Attempt)
+			}
+			return nil
+		}, harness.EventRunStart)
+		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(whoami), takeover}, nil
 	}
 }
 
@@ -209,7 +278,7 @@ func submitRuns(ctx context.Context, w io.Writer, dsn string, n int, logger *slo
 // billing is the crash demo's agent: lookup (safe to repeat), then
 // charge (not safe to repeat), which kills its process on its first
 // attempt.
-func billing(ex *executed, marker string) durable.Factory {
+func billing(ex *executed, marker string, tp trace.TracerProvider) durable.Factory {
 	return func(ctx context.Context) ([]harness.Option, error) {
 		type order struct {
 			Order int `json:"order" jsonschema:"the order number"`
@@ -226,6 +295,7 @@ func billing(ex *executed, marker string) durable.Factory {
 					return "", err
 				}
 				fmt.Println("charge: the process dies in the middle of the charge (SIGKILL)")
+				fmt.Println("run the same command again: the run continues from its last recorded step")
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				time.Sleep(time.Hour)
 			}
@@ -250,7 +320,8 @@ func billing(ex *executed, marker string) durable.Factory {
 			ex.mu.Unlock()
 			return nil
 		}, harness.EventRunStart)
-		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(lookup, charge), started}, nil
+		return []harness.Option{harness.WithProvider(model), harness.WithModel("scripted-1"), harness.WithTools(lookup, charge), started,
+			harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp)))}, nil
 	}
 }
 
@@ -265,7 +336,7 @@ func report(w io.Writer, res *harness.RunResult, ex *executed) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.attempt > 1 {
-		fmt.Fprintf(w, "run %s: recovered, execution %d (its span says harnessx.recovered and links to the crashed one)\n", res.RunID, ex.attempt)
+		fmt.Fprintf(w, "run %s: recovered, execution %d (its span says harnessx.recovered and links to the crashed one: go run ./cmd/flightrec trace --last)\n", res.RunID, ex.attempt)
 	}
 	ran := map[int]bool{}
 	for _, s := range ex.models {
@@ -361,7 +432,7 @@ func askDemo(ctx context.Context, w io.Writer, rt *durable.Runtime) error {
 
 // answer replies to the open question of a run.
 func answer(ctx context.Context, w io.Writer, rt *durable.Runtime, runID, text string) error {
-	p, err := rt.Pending(ctx)
+	p, err := rt.Pending(ctx, durable.PendingOf(runID))
 	if err != nil {
 		return err
 	}

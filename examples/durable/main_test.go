@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -27,6 +28,8 @@ func build(t *testing.T) string {
 func command(ctx context.Context, bin, dir string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, bin, append([]string{"-db", filepath.Join(dir, "runs.db")}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HARNESSX_TRACES_FILE="+filepath.Join(dir, "traces.jsonl"), "OTEL_TRACES_EXPORTER=", "OTEL_EXPORTER_OTLP_ENDPOINT=",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "LANGSMITH_API_KEY=")
 	return cmd
 }
 
@@ -41,7 +44,7 @@ func TestCrashAndResume(t *testing.T) {
 	if !errors.As(err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("first invocation: %v, want death by SIGKILL\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "dies in the middle of the charge") {
+	if !strings.Contains(string(out), "dies in the middle of the charge") || !strings.Contains(string(out), "run the same command again") {
 		t.Fatalf("first invocation:\n%s", out)
 	}
 
@@ -60,6 +63,40 @@ func TestCrashAndResume(t *testing.T) {
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("second invocation lacks %q:\n%s", want, out)
+		}
+	}
+	// The recovered run's span is in the trace file, marked recovered
+	// and linked to the crashed attempt's span.
+	traces, err := os.ReadFile(filepath.Join(dir, "traces.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"harnessx.recovered"`, `"links":[{`, `invoke_agent`} {
+		if !strings.Contains(string(traces), want) {
+			t.Errorf("the trace file lacks %s", want)
+		}
+	}
+}
+
+func TestDatabaseFlag(t *testing.T) {
+	for _, c := range []struct{ in, dsn, file, err string }{
+		{"runs.db", "sqlite:runs.db", "runs.db", ""},
+		{"sqlite:/tmp/x.db", "sqlite:/tmp/x.db", "/tmp/x.db", ""},
+		{"postgres://u:secret@127.0.0.1:5432/runs", "postgres://u:secret@127.0.0.1:5432/runs", "", ""},
+		{"postgresql://127.0.0.1/runs", "postgresql://127.0.0.1/runs", "", ""},
+		{"mysql://u:secret@127.0.0.1/runs", "", "", "not a SQLite file nor a postgres:// URL"},
+		{"host=127.0.0.1 password=secret", "", "", "not a SQLite file"},
+		{"sqlite:", "", "", "empty file name"},
+	} {
+		dsn, file, err := database(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || strings.Contains(err.Error(), "secret") {
+				t.Errorf("%q: %v", c.in, err)
+			}
+			continue
+		}
+		if err != nil || dsn != c.dsn || file != c.file {
+			t.Errorf("%q: %q %q %v", c.in, dsn, file, err)
 		}
 	}
 }
