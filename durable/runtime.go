@@ -655,7 +655,7 @@ func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandl
 			res, fin, err = rt.state(dc, runID)
 		}
 		switch {
-		case err == nil && fin:
+		case fin: // err is the finished run's own error, if any
 			if res.Status == harness.StatusPaused {
 				return res, nil
 			}
@@ -729,7 +729,7 @@ func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, 
 	defer end()
 	for failures := 0; ; failures++ {
 		res, done, err := rt.state(dc, runID)
-		if err == nil && done {
+		if done { // err is the finished run's own error, if any
 			return res, res.Err
 		}
 		if err == nil {
@@ -761,7 +761,8 @@ func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, 
 	return rt.await(ctx, runID, h, dbos.WithHandlePollingInterval(rt.cfg.poll))
 }
 
-// state reads a run's state: done when it finished or is paused.
+// state reads a run's state: done when it finished or is paused; the
+// error of a finished run is its own (res.Err), else it is the reading's.
 func (rt *Runtime) state(dc dbos.Context, runID string) (*harness.RunResult, bool, error) {
 	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterName(runWorkflowName),
 		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
