@@ -187,15 +187,24 @@
 //   - private-key: a whole PEM private key block (-----BEGIN … PRIVATE
 //     KEY----- to -----END … PRIVATE KEY-----);
 //   - anthropic-key, openai-key: provider API keys (sk-ant-…, sk-…);
+//   - jwt, github-token, gitlab-token, slack-token, slack-webhook,
+//     google-api-key, stripe-key, npm-token: JSON Web Tokens
+//     (eyJ….eyJ….…), GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_,
+//     github_pat_), GitLab tokens (glpat-), Slack tokens (xoxb-, xoxp- …)
+//     and webhook URLs (hooks.slack.com/services/…, the path), Google API
+//     keys (AIza…), Stripe secret and restricted keys (sk_live_, rk_live_,
+//     sk_test_, rk_test_) and npm tokens (npm_);
 //   - url-password: the password of a URL or connection string
 //     (postgres://user:pass@host, mysql://, redis://:pass@host,
 //     https://user:pass@host), keeping the user and host;
+//   - curl-password: the password of curl -u user:pass (or --user);
 //   - bearer-token: the token after "Bearer";
 //   - aws-access-key, aws-secret-key: AWS key IDs (AKIA…, ASIA…) and
 //     secret keys;
 //   - secret-json-field: the string value of a JSON member whose name
-//     contains key, token, secret or passw ("api_key": "…"), also in JSON
-//     text inside a JSON string (\"api_key\": \"…\");
+//     contains key, token, secret, passw, passphrase or credential, or auth
+//     as a word (auth, basic_auth; not author) ("api_key": "…"), also in
+//     JSON text inside a JSON string (\"api_key\": \"…\");
 //   - secret-assignment: the value, quoted or not, assigned to such a name
 //     in env files and shells (DB_PASSWORD=…, export X="…"), YAML
 //     (client_secret: …), TOML (api_key = '…'), query strings
