@@ -132,6 +132,19 @@
 //   - harnessx.client.cost ({USD}, counter): the cost of the model requests
 //     the price table prices (see Cost), with the chat attributes.
 //
+// Names that the model or the provider choose are bounded on metrics,
+// so that a model that invents tool names or a provider that reports
+// ever new model strings cannot fill a MeterProvider's series limit
+// (and push real series into otel.metric.overflow): gen_ai.tool.name is
+// the call's name when the agent's catalog has that tool (registered,
+// offered to the model or deferred; see harness.Agent.Tool), else
+// _OTHER; gen_ai.response.model is the response's model when it is the
+// request's, when the price table has it, or when it is one of the first
+// 16 other names the extension saw, else _OTHER. So a tool metric has at
+// most one series per catalog tool and status plus _OTHER's, and a model
+// metric at most the request models, the priced models, 16 others and
+// _OTHER. Spans always carry the real names.
+//
 // The conventions define no metric for tool calls or agent runs, and
 // gen_ai.client.operation.duration is meant for model requests (it
 // requires gen_ai.provider.name), hence the harnessx.* names. Durations use
