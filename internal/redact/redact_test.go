@@ -332,6 +332,10 @@ func TestMayContainSecretInJSON(t *testing.T) {
 		{"\bearer xyz", true},                       // "\bearer"
 		{"\x1aws", true},                            // "\u001aws"
 		{"\vbearer", true},                          // "\u000bearer"
+		{"\x1credentials", true},                    // "\u001credentials"
+		{"x\npm_" + alnum36, true},                  // "\npm_…"
+		{"x\rk_live_" + alnum36, true},              // "\rk_live_…"
+		{"x\npx_\rk_other", false},
 		{"my token", true},
 		{"https://u:p@host", true},
 	} {
