@@ -227,10 +227,12 @@ func (m resultMiddleware) AfterToolExecution(ctx context.Context, call *harness.
 	if err != nil {
 		e.stats.failures.Add(1)
 		e.stats.failedBytes.Add(int64(len(r.Content)))
-		cut, kept := cutResult(r.Content, e.cfg.threshold, err)
+		// A store's error may quote a URL with its password.
+		cause := redact.Builtin().String(err.Error())
+		cut, kept := cutResult(r.Content, e.cfg.threshold, cause)
 		e.stats.cutBytes.Add(int64(len(r.Content) - kept))
 		e.log().Warn("spill: could not store a large tool result; the model gets its head only",
-			"tool", call.Name, "call_id", call.ID, "size", len(r.Content), "err", redact.Builtin().String(err.Error()))
+			"tool", call.Name, "call_id", call.ID, "size", len(r.Content), "err", cause)
 		r.Content = cut
 		return nil
 	}
@@ -248,11 +250,8 @@ const maxCutCause = 300
 //	…head…
 //	[spill: result cut at N of M bytes: the store failed: <cause>]
 //
-// The cause is the error's text with the built-in secret rules applied
-// (a store's error may quote a URL with its password), at most
-// maxCutCause bytes.
-func cutResult(content string, limit int, err error) (string, int) {
-	cause := redact.Builtin().String(err.Error())
+// The cause is quoted on one line, at most maxCutCause bytes of it.
+func cutResult(content string, limit int, cause string) (string, int) {
 	if len(cause) > maxCutCause {
 		cause = strings.ToValidUTF8(cause[:maxCutCause], "") + "…"
 	}
