@@ -142,17 +142,23 @@
 // journal, snapshots and bundles alike (artifact copies are kept as the
 // extension stored them, and redacted when they go into a bundle), by the
 // rules the tracing extension also applies to span content: provider API
-// keys (sk-ant-…, sk-…), Bearer tokens, AWS access and secret keys, whole
-// PEM private key blocks, the password of URLs and connection strings
-// (postgres://user:pass@host, redis://:pass@host; user and host stay), and
-// the value, quoted or not, assigned to a name containing KEY, TOKEN,
-// SECRET or PASSW (case-insensitive) in env files and shells
+// keys (sk-ant-…, sk-…), JWTs, GitHub (ghp_, gho_, ghu_, ghs_, ghr_,
+// github_pat_), GitLab (glpat-), Slack (xoxb-, xoxp- …), Google (AIza…),
+// Stripe (sk_live_, rk_live_, _test_) and npm (npm_) tokens, Slack webhook
+// URLs, Bearer tokens, AWS access and secret keys, whole PEM private key
+// blocks, the password of URLs and connection strings
+// (postgres://user:pass@host, redis://:pass@host; user and host stay) and
+// of curl -u user:pass, and the value, quoted or not, assigned to a name
+// containing KEY, TOKEN, SECRET, PASSW, PASSPHRASE or CREDENTIAL, or AUTH
+// as a word (case-insensitive) in env files and shells
 // (export DB_PASSWORD="…"), YAML (client_secret: "…"), TOML
-// (api_key = '…'), JSON ("api_key": "…", also inside strings), query
-// strings (?api_key=…&token=…) and HTTP headers (X-Api-Key: …,
-// Authorization: Basic …); plus the rules and functions given with
-// [WithRedactRules] and [WithRedactor]. Each redaction leaves a marker
-// such as [REDACTED:url-password] (rules: private-key, anthropic-key,
-// openai-key, url-password, bearer-token, aws-access-key, aws-secret-key,
+// (api_key = '…'), JSON ("api_key": "…", "auth": "…", also inside
+// strings), query strings (?api_key=…&token=…) and HTTP headers
+// (X-Api-Key: …, Authorization: Basic …); plus the rules and functions
+// given with [WithRedactRules] and [WithRedactor]. Each redaction leaves a
+// marker such as [REDACTED:url-password] (rules: private-key,
+// anthropic-key, openai-key, jwt, github-token, gitlab-token, slack-token,
+// slack-webhook, google-api-key, stripe-key, npm-token, url-password,
+// curl-password, bearer-token, aws-access-key, aws-secret-key,
 // secret-json-field, secret-assignment); the manifest counts them by rule.
 package flight

@@ -20,6 +20,15 @@ const (
 	RuleAWSSecretKey = redact.RuleAWSSecretKey
 	RuleSecretJSON   = redact.RuleSecretJSON
 	RuleSecretAssign = redact.RuleSecretAssign
+	RuleJWT          = redact.RuleJWT
+	RuleGitHubToken  = redact.RuleGitHubToken
+	RuleGitLabToken  = redact.RuleGitLabToken
+	RuleSlackToken   = redact.RuleSlackToken
+	RuleSlackWebhook = redact.RuleSlackWebhook
+	RuleGoogleAPIKey = redact.RuleGoogleAPIKey
+	RuleStripeKey    = redact.RuleStripeKey
+	RuleNPMToken     = redact.RuleNPMToken
+	RuleCurlPassword = redact.RuleCurlPassword
 )
 
 // Marker returns the text that replaces a secret found by the rule named
@@ -28,8 +37,9 @@ const (
 func Marker(name string) string { return redact.Marker(name) }
 
 // SensitiveName reports whether a variable or key name looks like it
-// holds a secret: it contains "key", "token", "secret" or "passw"
-// (password, passwd), case-insensitively. Names of counters ("…tokens")
+// holds a secret: it contains "key", "token", "secret", "passw" (password,
+// passwd), "passphrase" or "credential", or "auth" not followed by a
+// letter (auth, basic_auth; not author), case-insensitively. Names of counters ("…tokens")
 // and of the prompt-cache prefix key are not sensitive.
 func SensitiveName(name string) bool { return redact.SensitiveName(name) }
 
@@ -54,9 +64,10 @@ func (r *Redactor) Patterns() []string { return r.r.Patterns() }
 
 // String returns s with its secrets replaced by markers. Text in which
 // the built-in rules find no candidate word (sk-, bearer, akia, asia, aws,
-// -----BEGIN, a URL with "user:password@", key, token, secret, passw,
-// authorization) is returned as is without allocating, unless extra rules
-// or custom functions are set.
+// -----BEGIN, a URL with "user:password@", a token prefix such as ghp_,
+// xox or AIza, -u, key, token, secret, passw, passphrase, auth,
+// credential) is returned as is without allocating, unless extra rules or
+// custom functions are set.
 func (r *Redactor) String(s string) string { return r.r.String(s) }
 
 // JSON redacts a JSON document structurally: every string value passes

@@ -4,22 +4,27 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
 
 // memStore is a Store in memory, as a caller might bind shared storage.
-// failPut makes every Put fail.
+// failPut makes every Put fail, with failErr if set.
 type memStore struct {
 	mu      sync.Mutex
 	data    map[string][]byte
 	failPut bool
+	failErr error
 }
 
 func (m *memStore) Put(ctx context.Context, id string, r io.Reader) (int64, error) {
@@ -27,6 +32,9 @@ func (m *memStore) Put(ctx context.Context, id string, r io.Reader) (int64, erro
 		return 0, ErrInvalidID
 	}
 	if m.failPut {
+		if m.failErr != nil {
+			return 0, m.failErr
+		}
 		return 0, errors.New("disk full")
 	}
 	b, err := io.ReadAll(r)
@@ -139,11 +147,71 @@ func TestCallerStore(t *testing.T) {
 	}
 }
 
-// TestStoreFailureKeepsResult checks that a result that cannot be stored
-// reaches the model unchanged: nothing is lost.
-func TestStoreFailureKeepsResult(t *testing.T) {
-	content := textData(2000) // over the threshold: the store is asked
-	ext := New(WithStore(&memStore{data: map[string][]byte{}, failPut: true}))
+// TestStoreFailureCutsResult checks that a result that cannot be stored
+// does not reach the model whole: it is cut to the threshold with a note
+// that names the cause, without the secrets the cause held, and the loss
+// is counted.
+func TestStoreFailureCutsResult(t *testing.T) {
+	const threshold = 4000
+	for _, tc := range []struct {
+		name    string
+		content string
+	}{
+		{"text", textData(2000)},
+		{"multibyte", strings.Repeat("ünïcødé → 日本語 ", 2000)},
+		{"huge", strings.Repeat("x", 8<<20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			content := tc.content
+			cause := errors.New("put https://spill:hunter2@store.internal/b/res: connection refused")
+			ext := New(WithThreshold(threshold), WithStore(&memStore{data: map[string][]byte{}, failPut: true, failErr: cause}))
+			p := harnesstest.NewScriptedProvider(harnesstest.CallTool("c1", "dump", nil), harnesstest.Reply("ok"))
+			a := newAgent(t, ext, p, bigTool("dump", content, false))
+			defer a.Close(context.Background())
+			res, err := a.Run(t.Context(), "go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := toolResults(res.Messages)[0]
+			got := r.Content
+			if len(got) > threshold {
+				t.Errorf("the model got %d bytes, over the threshold %d", len(got), threshold)
+			}
+			i := strings.LastIndex(got, "\n[spill: ")
+			if i < 0 {
+				t.Fatalf("no note in %q", got[max(0, len(got)-300):])
+			}
+			head, note := got[:i], got[i+1:]
+			want := fmt.Sprintf("[spill: result cut at %d of %d bytes: the store failed: put https://spill:[REDACTED:url-password]@store.internal/b/res: connection refused]", len(head), len(content))
+			if note != want {
+				t.Errorf("note\n got %q\nwant %q", note, want)
+			}
+			if !strings.HasPrefix(content, head) || !utf8.ValidString(head) || len(head) < threshold-len(note)-4 {
+				t.Errorf("head of %d bytes is not the result's head cut near the threshold, at a rune boundary", len(head))
+			}
+			if strings.Contains(got, "hunter2") {
+				t.Error("the cause's password reached the model")
+			}
+			if n := len(ext.Results()); n != 0 {
+				t.Errorf("%d results recorded", n)
+			}
+			want2 := Stats{StoreFailures: 1, StoreFailedBytes: int64(len(content)), StoreCutBytes: int64(len(content) - len(head))}
+			if st := ext.Stats(); st != want2 {
+				t.Errorf("Stats = %+v, want %+v", st, want2)
+			}
+		})
+	}
+}
+
+// TestStoreDownCutsResult checks the default store when its directory
+// cannot be made: the result is cut, not passed whole.
+func TestStoreDownCutsResult(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(parent, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	content := textData(3000)
+	ext := New(WithTempParent(parent)) // a file: no directory can be made in it
 	p := harnesstest.NewScriptedProvider(harnesstest.CallTool("c1", "dump", nil), harnesstest.Reply("ok"))
 	a := newAgent(t, ext, p, bigTool("dump", content, false))
 	defer a.Close(context.Background())
@@ -151,14 +219,12 @@ func TestStoreFailureKeepsResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := toolResults(res.Messages)[0]
-	if r.Content != content || r.IsError {
-		t.Fatalf("result changed: %d bytes, error=%v", len(r.Content), r.IsError)
+	got := toolResults(res.Messages)[0].Content
+	if len(got) > DefaultThreshold || !strings.Contains(got, "[spill: result cut at ") ||
+		!strings.Contains(got, fmt.Sprintf(" of %d bytes: the store failed: spill: creating the store directory: ", len(content))) {
+		t.Fatalf("result of %d bytes, ending %q", len(got), got[max(0, len(got)-200):])
 	}
-	if n := len(ext.Results()); n != 0 {
-		t.Errorf("%d results recorded", n)
-	}
-	if st := ext.Stats(); st != (Stats{StoreFailures: 1, StoreFailedBytes: int64(len(content))}) {
-		t.Errorf("Stats = %+v, want one failure of %d bytes", st, len(content))
+	if st := ext.Stats(); st.StoreFailures != 1 || st.StoreFailedBytes != int64(len(content)) || st.StoreCutBytes <= 0 {
+		t.Errorf("Stats = %+v", st)
 	}
 }

@@ -31,9 +31,19 @@
 // The type (text, json, jsonl or csv) is detected from the first 64 KiB
 // and the end of the result. Error results are spilled too, keeping
 // IsError: a huge stack trace floods the context as much as a huge answer.
-// The results of read_result itself are never spilled. If storing fails,
-// the result passes through unchanged and the failure is logged and counted
-// ([Extension.Stats]): nothing is lost. The original tool never runs again to read a stored result.
+// The results of read_result itself are never spilled. The original tool
+// never runs again to read a stored result.
+//
+// If storing fails (a directory that cannot be written, a remote store
+// that is down), the result is not passed whole: the model gets its head,
+// cut at a UTF-8 boundary so that head and note fit in the threshold, and
+// a note with the cause, whose secrets the built-in redaction rules hide:
+//
+//	…head…
+//	[spill: result cut at 31897 of 52428800 bytes: the store failed: spill: storing res_…: disk full]
+//
+// The failure is logged and counted ([Extension.Stats]: StoreFailures,
+// StoreFailedBytes, and StoreCutBytes for what the model did not get).
 //
 // # The read_result tool
 //

@@ -15,8 +15,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/redact"
 )
 
 // Defaults of the options.
@@ -213,8 +215,9 @@ type resultMiddleware struct{ e *Extension }
 // envelope. Error results are spilled too: a huge stack trace floods the
 // context as much as a huge answer; the envelope keeps IsError. Results of
 // read_result are never spilled (its output is capped). If storing fails,
-// the result is left as it is (nothing is lost), the failure is logged and
-// counted in Stats.
+// the result is cut to the threshold with a note naming the cause (see
+// [cutResult]): a result of any size never reaches the model whole, and
+// the failure is logged and counted in Stats.
 func (m resultMiddleware) AfterToolExecution(ctx context.Context, call *harness.ToolCall, r *harness.ToolResult) error {
 	e := m.e
 	if r == nil || r.Name == ToolName || call.Name == ToolName || len(r.Content) <= e.cfg.threshold {
@@ -224,12 +227,45 @@ func (m resultMiddleware) AfterToolExecution(ctx context.Context, call *harness.
 	if err != nil {
 		e.stats.failures.Add(1)
 		e.stats.failedBytes.Add(int64(len(r.Content)))
-		e.log().Warn("spill: could not store a large tool result; passing it through unchanged",
-			"tool", call.Name, "call_id", call.ID, "size", len(r.Content), "err", err)
+		// A store's error may quote a URL with its password.
+		cause := redact.Builtin().String(err.Error())
+		cut, kept := cutResult(r.Content, e.cfg.threshold, cause)
+		e.stats.cutBytes.Add(int64(len(r.Content) - kept))
+		e.log().Warn("spill: could not store a large tool result; the model gets its head only",
+			"tool", call.Name, "call_id", call.ID, "size", len(r.Content), "err", cause)
+		r.Content = cut
 		return nil
 	}
 	r.Content = res.Envelope
 	return nil
+}
+
+// maxCutCause bounds the cause quoted in the note of a cut result.
+const maxCutCause = 300
+
+// cutResult returns the head of content that, followed by a note, fits
+// in limit bytes (when the note alone fits), cut at a UTF-8 boundary, and
+// the length of that head:
+//
+//	…head…
+//	[spill: result cut at N of M bytes: the store failed: <cause>]
+//
+// The cause is quoted on one line, at most maxCutCause bytes of it.
+func cutResult(content string, limit int, cause string) (string, int) {
+	if len(cause) > maxCutCause {
+		cause = strings.ToValidUTF8(cause[:maxCutCause], "") + "…"
+	}
+	cause = strings.ReplaceAll(cause, "\n", " ")
+	// The note's length depends on N's digits: size it with M's, which
+	// has at least as many.
+	note := func(n int) string {
+		return fmt.Sprintf("\n[spill: result cut at %d of %d bytes: the store failed: %s]", n, len(content), cause)
+	}
+	n := max(limit-len(note(len(content))), 0)
+	for n > 0 && n < len(content) && !utf8.RuneStart(content[n]) {
+		n--
+	}
+	return content[:n] + note(n), n
 }
 
 func (e *Extension) log() *slog.Logger {

@@ -7,15 +7,16 @@ import "sync/atomic"
 type Stats struct {
 	// Spilled counts the results stored (by the middleware and Spill).
 	Spilled int64
-	// StoreFailures counts large tool results that passed through
-	// unchanged because the store failed (a directory that cannot be
-	// written, an unreachable remote store), and StoreFailedBytes their
-	// bytes: results the model received in full instead of an envelope.
-	StoreFailures, StoreFailedBytes int64
+	// StoreFailures counts large tool results that could not be stored
+	// (a directory that cannot be written, an unreachable remote store),
+	// and StoreFailedBytes their bytes. The model received each cut to
+	// the threshold, with a note naming the cause, instead of an
+	// envelope; StoreCutBytes counts the bytes it did not receive.
+	StoreFailures, StoreFailedBytes, StoreCutBytes int64
 }
 
 type counters struct {
-	spilled, failures, failedBytes atomic.Int64
+	spilled, failures, failedBytes, cutBytes atomic.Int64
 }
 
 // Stats returns the counts so far. It is safe for concurrent use.
@@ -24,5 +25,6 @@ func (e *Extension) Stats() Stats {
 		Spilled:          e.stats.spilled.Load(),
 		StoreFailures:    e.stats.failures.Load(),
 		StoreFailedBytes: e.stats.failedBytes.Load(),
+		StoreCutBytes:    e.stats.cutBytes.Load(),
 	}
 }

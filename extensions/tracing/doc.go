@@ -132,6 +132,19 @@
 //   - harnessx.client.cost ({USD}, counter): the cost of the model requests
 //     the price table prices (see Cost), with the chat attributes.
 //
+// Names that the model or the provider choose are bounded on metrics,
+// so that a model that invents tool names or a provider that reports
+// ever new model strings cannot fill a MeterProvider's series limit
+// (and push real series into otel.metric.overflow): gen_ai.tool.name is
+// the call's name when the agent's catalog has that tool (registered,
+// offered to the model or deferred; see harness.Agent.Tool), else
+// _OTHER; gen_ai.response.model is the response's model when it is the
+// request's, when the price table has it, or when it is one of the first
+// 16 other names the extension saw, else _OTHER. So a tool metric has at
+// most one series per catalog tool and status plus _OTHER's, and a model
+// metric at most the request models, the priced models, 16 others and
+// _OTHER. Spans always carry the real names.
+//
 // The conventions define no metric for tool calls or agent runs, and
 // gen_ai.client.operation.duration is meant for model requests (it
 // requires gen_ai.provider.name), hence the harnessx.* names. Durations use
@@ -187,15 +200,24 @@
 //   - private-key: a whole PEM private key block (-----BEGIN … PRIVATE
 //     KEY----- to -----END … PRIVATE KEY-----);
 //   - anthropic-key, openai-key: provider API keys (sk-ant-…, sk-…);
+//   - jwt, github-token, gitlab-token, slack-token, slack-webhook,
+//     google-api-key, stripe-key, npm-token: JSON Web Tokens
+//     (eyJ….eyJ….…), GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_,
+//     github_pat_), GitLab tokens (glpat-), Slack tokens (xoxb-, xoxp- …)
+//     and webhook URLs (hooks.slack.com/services/…, the path), Google API
+//     keys (AIza…), Stripe secret and restricted keys (sk_live_, rk_live_,
+//     sk_test_, rk_test_) and npm tokens (npm_);
 //   - url-password: the password of a URL or connection string
 //     (postgres://user:pass@host, mysql://, redis://:pass@host,
 //     https://user:pass@host), keeping the user and host;
+//   - curl-password: the password of curl -u user:pass (or --user);
 //   - bearer-token: the token after "Bearer";
 //   - aws-access-key, aws-secret-key: AWS key IDs (AKIA…, ASIA…) and
 //     secret keys;
 //   - secret-json-field: the string value of a JSON member whose name
-//     contains key, token, secret or passw ("api_key": "…"), also in JSON
-//     text inside a JSON string (\"api_key\": \"…\");
+//     contains key, token, secret, passw, passphrase or credential, or auth
+//     as a word (auth, basic_auth; not author) ("api_key": "…"), also in
+//     JSON text inside a JSON string (\"api_key\": \"…\");
 //   - secret-assignment: the value, quoted or not, assigned to such a name
 //     in env files and shells (DB_PASSWORD=…, export X="…"), YAML
 //     (client_secret: …), TOML (api_key = '…'), query strings

@@ -425,13 +425,15 @@ func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall
 		}
 	}()
 	var start time.Time
+	var metricName string
 	if e.m != nil {
+		metricName = e.metricToolName(call.Name)
 		start = time.Now()
 	}
 	res := next(ctx, call)
 	ended = true
 	if e.m != nil {
-		e.m.recordTool(ctx, start, call, res)
+		e.m.recordTool(ctx, start, metricName, res)
 	}
 	if span.IsRecording() {
 		e.endTool(span, &r, call, res)

@@ -27,7 +27,8 @@ const (
 	// token types still counts each token once. Unit {token}.
 	MetricTokenDetail = "harnessx.client.token.usage.detail"
 	// MetricToolDuration is a histogram of tool call durations, with
-	// gen_ai.tool.name and harnessx.tool.status. Unit s.
+	// gen_ai.tool.name (_OTHER for a tool outside the agent's catalog)
+	// and harnessx.tool.status. Unit s.
 	MetricToolDuration = "harnessx.tool.duration"
 	// MetricRunDuration is a histogram of run durations (Run, or Resume
 	// after approvals), with gen_ai.agent.name, harnessx.run.status and,
@@ -62,6 +63,11 @@ type meters struct {
 	tool     metric.Float64Histogram
 	run      metric.Float64Histogram
 	cost     metric.Float64Counter
+
+	// models holds the response models, other than the request's and
+	// the priced ones, that metrics record by name: the first
+	// maxOtherModels seen.
+	models boundedNames
 
 	// The attribute sets of the recordings, built once per combination
 	// of names: recording with a ready set costs no allocation.
@@ -163,6 +169,77 @@ func (e *Extension) metricProvider(req *harness.ModelRequest, resp *harness.Mode
 	return "unknown"
 }
 
+// otherName is the value of gen_ai.tool.name and gen_ai.response.model on
+// metrics for a name outside the bounded set that metrics record by name
+// (see the package doc): a model can emit any tool name and a provider
+// report any model, and each name would be a series of its own.
+const otherName = "_OTHER"
+
+// maxOtherModels bounds the response models that are neither the
+// request's nor in the price table and that metrics still record by name.
+const maxOtherModels = 16
+
+// boundedNames is a set of at most maxOtherModels names, the first ones
+// admitted.
+type boundedNames struct {
+	mu sync.RWMutex
+	m  map[string]struct{}
+}
+
+// admit reports whether name is in the set, adding it while there is room.
+func (b *boundedNames) admit(name string) bool {
+	b.mu.RLock()
+	_, ok := b.m[name]
+	b.mu.RUnlock()
+	if ok {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[name]; ok {
+		return true
+	}
+	if len(b.m) >= maxOtherModels {
+		return false
+	}
+	if b.m == nil {
+		b.m = make(map[string]struct{})
+	}
+	b.m[name] = struct{}{}
+	return true
+}
+
+// metricResponseModel returns the gen_ai.response.model of a request's
+// metrics: the response's model when it is the request's, when the price
+// table has it, or when it is one of the first maxOtherModels others;
+// else otherName.
+func (m *meters) metricResponseModel(e *Extension, req *harness.ModelRequest, model string) string {
+	if model == "" || model == req.Model {
+		return model
+	}
+	if e.prices != nil {
+		if _, ok := e.prices.Lookup(model); ok {
+			return model
+		}
+	}
+	if m.models.admit(model) {
+		return model
+	}
+	return otherName
+}
+
+// metricToolName returns the gen_ai.tool.name of a tool call's metrics:
+// the call's name when the agent's catalog has that tool (offered to the
+// model or deferred), else otherName.
+func (e *Extension) metricToolName(name string) string {
+	if e.ec != nil {
+		if _, ok := e.ec.Agent().Tool(name); ok {
+			return name
+		}
+	}
+	return otherName
+}
+
 // recordModel records the metrics of one model request attempt: its
 // duration, its tokens, its time to first chunk when it was streamed and
 // its cost when it was priced (usd >= 0).
@@ -170,7 +247,7 @@ func (m *meters) recordModel(ctx context.Context, e *Extension, start time.Time,
 	elapsed := time.Since(start).Seconds()
 	k := chatKey{provider: e.metricProvider(req, resp), reqModel: req.Model}
 	if resp != nil {
-		k.respModel = resp.Model
+		k.respModel = m.metricResponseModel(e, req, resp.Model)
 	}
 	if err != nil {
 		kv := append(chatAttrs(k), semconv.ErrorTypeKey.String(errorType(err)))
@@ -202,8 +279,9 @@ func (m *meters) recordModel(ctx context.Context, e *Extension, start time.Time,
 	}
 }
 
-// recordTool records the duration of one tool call.
-func (m *meters) recordTool(ctx context.Context, start time.Time, call *harness.ToolCall, res *harness.ToolResult) {
+// recordTool records the duration of one tool call; name is its
+// gen_ai.tool.name (see metricToolName).
+func (m *meters) recordTool(ctx context.Context, start time.Time, name string, res *harness.ToolResult) {
 	elapsed := time.Since(start).Seconds()
 	status := string(harness.ToolMiddlewareErr)
 	if res != nil {
@@ -215,7 +293,7 @@ func (m *meters) recordTool(ctx context.Context, start time.Time, call *harness.
 			}
 		}
 	}
-	k := [2]string{call.Name, status}
+	k := [2]string{name, status}
 	opts := m.tools.get(k, func() []metric.RecordOption {
 		return recordOpts([]attribute.KeyValue{semconv.GenAIToolName(k[0]), KeyToolStatus.String(k[1])})
 	})

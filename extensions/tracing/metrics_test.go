@@ -3,6 +3,7 @@ package tracing_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -362,4 +364,117 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestMetricsCardinality: 3,000 tool names that a model invents and 3,000
+// response models that a provider reports give metrics at most catalog +
+// 1 names each: gen_ai.tool.name is the agent's tool or _OTHER, and
+// gen_ai.response.model the request's model, a priced model, one of the
+// first 16 others, or _OTHER. The spans keep the real names.
+func TestMetricsCardinality(t *testing.T) {
+	const n = 3000
+	rd := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
+	defer mp.Shutdown(context.Background())
+	tp, sr := recorderTP(t)
+	ext := tracing.New(tracing.WithTracerProvider(tp), tracing.WithMeterProvider(mp), tracing.WithPricing(testPrices(t)))
+	var script []harnesstest.Response
+	for i := range n {
+		call := harnesstest.CallTool(fmt.Sprintf("c%d", i), fmt.Sprintf("invented_%d", i), map[string]any{})
+		call.Model = fmt.Sprintf("model-%d", i)
+		script = append(script, call, harnesstest.Response{Text: "ok", Model: fmt.Sprintf("other-%d", i)})
+	}
+	// After the bound is full: the catalog's tool, a priced model, the
+	// request's model ("m").
+	weather := harnesstest.CallTool("w", "weather", map[string]any{"city": "Paris"})
+	weather.Model = "m-2026"
+	script = append(script, weather, harnesstest.Reply("sunny"))
+	a := newAgentExt(t, ext, script)
+	for range n + 1 {
+		if res, err := a.Run(context.Background(), "go"); err != nil || res.Status != harness.StatusCompleted {
+			t.Fatalf("run: %v %v", err, res.Status)
+		}
+		a.Reset()
+	}
+	var rm metricdata.ResourceMetrics
+	if err := rd.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	catalog := a.Inventory().Tools
+	wantTools := map[string]bool{"_OTHER": true}
+	for _, name := range catalog {
+		wantTools[name] = true
+	}
+	// The request's model, the priced one, the first 16 others, _OTHER.
+	const modelBound = 1 + 1 + 16 + 1
+	checked := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			var attrs []attribute.Set
+			switch d := m.Data.(type) {
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					attrs = append(attrs, p.Attributes)
+				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					attrs = append(attrs, p.Attributes)
+				}
+			case metricdata.Sum[float64]:
+				for _, p := range d.DataPoints {
+					attrs = append(attrs, p.Attributes)
+				}
+			}
+			tools, models, kinds := map[string]bool{}, map[string]bool{}, map[string]bool{}
+			for _, set := range attrs {
+				if v, ok := set.Value("gen_ai.tool.name"); ok {
+					tools[v.AsString()] = true
+				}
+				if v, ok := set.Value("gen_ai.response.model"); ok {
+					models[v.AsString()] = true
+				}
+				// The series a name may have: by token type and status.
+				tt, _ := set.Value("gen_ai.token.type")
+				ht, _ := set.Value(tracing.KeyTokenType)
+				st, _ := set.Value(tracing.KeyToolStatus)
+				kinds[tt.Emit()+"/"+ht.Emit()+"/"+st.Emit()] = true
+			}
+			if len(tools) > 0 {
+				checked[m.Name] = true
+				for name := range tools {
+					if !wantTools[name] {
+						t.Errorf("%s: gen_ai.tool.name %q is not in the catalog %v", m.Name, name, catalog)
+					}
+				}
+				if len(attrs) > (len(catalog)+1)*len(kinds) {
+					t.Errorf("%s: %d series for a catalog of %d tools", m.Name, len(attrs), len(catalog))
+				}
+			}
+			if len(models) > 0 {
+				checked[m.Name] = true
+				// Only the priced model adds to the cost.
+				if len(models) > modelBound || !models["m-2026"] || m.Name != tracing.MetricCost && (!models["_OTHER"] || !models["m"]) {
+					t.Errorf("%s: %d response models, want at most %d with _OTHER, m and the priced m-2026: %v", m.Name, len(models), modelBound, keys(models))
+				}
+				if len(attrs) > modelBound*len(kinds) {
+					t.Errorf("%s: %d series", m.Name, len(attrs))
+				}
+			}
+		}
+	}
+	for _, name := range []string{tracing.MetricToolDuration, "gen_ai.client.operation.duration", "gen_ai.client.token.usage", tracing.MetricCost} {
+		if !checked[name] {
+			t.Errorf("%s: not recorded, or without its name attribute", name)
+		}
+	}
+	var tool, model bool
+	for _, s := range sr.Ended() {
+		for _, kv := range s.Attributes() {
+			tool = tool || kv.Key == "gen_ai.tool.name" && kv.Value.AsString() == "invented_2999"
+			model = model || kv.Key == "gen_ai.response.model" && kv.Value.AsString() == "model-2999"
+		}
+	}
+	if !tool || !model {
+		t.Errorf("spans lost the real names: tool %v, model %v", tool, model)
+	}
 }

@@ -35,6 +35,24 @@ var (
 	reAWSAccess  = regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)
 	reAWSSecret  = regexp.MustCompile(`(?i)aws.{0,24}?(?:secret|private).{0,24}?["'\s:=]+([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`)
 
+	// Tokens known by their prefix. Each pattern starts with a literal,
+	// which the regexp package finds with a substring search.
+	reJWT          = regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]*`)
+	reGitHub       = regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{36,}`)
+	reGitHubPAT    = regexp.MustCompile(`github_pat_[A-Za-z0-9_]{22,}`)
+	reGitLab       = regexp.MustCompile(`glpat-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]+)*`)
+	reSlack        = regexp.MustCompile(`xox[abceprs]-[0-9]+-[A-Za-z0-9\-]{8,}`)
+	reSlackWebhook = regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_\-]+/[A-Za-z0-9_/\-]+)`)
+	reGoogle       = regexp.MustCompile(`AIza[A-Za-z0-9_\-]{35,}`)
+	reStripeSK     = regexp.MustCompile(`sk_(?:live|test)_[A-Za-z0-9]{16,}`)
+	reStripeRK     = regexp.MustCompile(`rk_(?:live|test)_[A-Za-z0-9]{16,}`)
+	reNPM          = regexp.MustCompile(`npm_[A-Za-z0-9]{36,}`)
+	// reCurl: the password of curl -u user:password or --user, on the
+	// command's line (or its continuation lines after a backslash),
+	// single-, double- (maybe escaped) or not quoted; group 1, 2 or 3.
+	reCurl = regexp.MustCompile(`curl(?:[^\r\n]|\\\r?\n)*?[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))` +
+		`(?:'[^'\s:]*:([^'\r\n]+)'|\\?"[^"\\\s:]*:((?:[^"\\\r\n]|\\[^"])+)\\?"|[^\s:"'\\]*:((?:[^\s"'\\]|\\[^nrt"'])+))`)
+
 	// The anchored patterns are matched where a candidate word is found.
 	// reURL: group 1 is the password.
 	reURL = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@"'\\<>\[\]]*:([^\s/"'\\<>]+)@`)
@@ -53,6 +71,18 @@ var (
 	ruleBearer     = rule{name: RuleBearer, re: reBearer, groups: []int{1}}
 	ruleAWSAccess  = rule{name: RuleAWSAccessKey, re: reAWSAccess, groups: []int{0}}
 	ruleAWSSecret  = rule{name: RuleAWSSecretKey, re: reAWSSecret, groups: []int{1}}
+
+	ruleJWT          = rule{name: RuleJWT, re: reJWT, groups: []int{0}}
+	ruleGitHub       = rule{name: RuleGitHubToken, re: reGitHub, groups: []int{0}}
+	ruleGitHubPAT    = rule{name: RuleGitHubToken, re: reGitHubPAT, groups: []int{0}}
+	ruleGitLab       = rule{name: RuleGitLabToken, re: reGitLab, groups: []int{0}}
+	ruleSlack        = rule{name: RuleSlackToken, re: reSlack, groups: []int{0}}
+	ruleSlackWebhook = rule{name: RuleSlackWebhook, re: reSlackWebhook, groups: []int{1}}
+	ruleGoogle       = rule{name: RuleGoogleAPIKey, re: reGoogle, groups: []int{0}}
+	ruleStripeSK     = rule{name: RuleStripeKey, re: reStripeSK, groups: []int{0}}
+	ruleStripeRK     = rule{name: RuleStripeKey, re: reStripeRK, groups: []int{0}}
+	ruleNPM          = rule{name: RuleNPMToken, re: reNPM, groups: []int{0}}
+	ruleCurl         = rule{name: RuleCurlPassword, re: reCurl, groups: []int{1, 2, 3}}
 )
 
 // window bounds the text an anchored pattern reads: a URL or a quoted
@@ -87,8 +117,37 @@ func builtinPass(s string, m trig) string {
 		s = ruleAnthropic.apply(s)
 		s = ruleOpenAI.apply(s)
 	}
+	if m&trigJWT != 0 {
+		s = ruleJWT.apply(s)
+	}
+	if m&trigGitHub != 0 {
+		s = ruleGitHub.apply(s)
+		s = ruleGitHubPAT.apply(s)
+	}
+	if m&trigGitLab != 0 {
+		s = ruleGitLab.apply(s)
+	}
+	if m&trigSlack != 0 {
+		s = ruleSlack.apply(s)
+	}
+	if m&trigSlackHook != 0 {
+		s = ruleSlackWebhook.apply(s)
+	}
+	if m&trigGoogle != 0 {
+		s = ruleGoogle.apply(s)
+	}
+	if m&trigStripe != 0 {
+		s = ruleStripeSK.apply(s)
+		s = ruleStripeRK.apply(s)
+	}
+	if m&trigNPM != 0 {
+		s = ruleNPM.apply(s)
+	}
 	if m&trigURL != 0 {
 		s = redactURLs(s)
+	}
+	if m&trigCurl != 0 && strings.Contains(s, "curl") {
+		s = ruleCurl.apply(s)
 	}
 	if m&trigBearer != 0 {
 		s = ruleBearer.apply(s)
@@ -180,7 +239,8 @@ func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 
 // redactNamed replaces the values of JSON members and assignments whose
 // names look sensitive. It tries each occurrence of a sensitive word
-// (key, token, secret, passw, authorization) as part of a name.
+// (key, token, secret, passw, passphrase, auth, credential) as part of a
+// name.
 func redactNamed(s string) string {
 	var b strings.Builder
 	last := 0

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harnessx/harnessx/internal/jsonenc"
 	"github.com/harnessx/harnessx/internal/redact"
 )
 
@@ -36,7 +37,17 @@ var refRules = []refRule{
 	{name: "private-key", re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[nrt])*)`), values: []int{0}},
 	{name: "anthropic-key", re: regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{6,}`), values: []int{0}},
 	{name: "openai-key", re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}`), values: []int{0}},
+	{name: "jwt", re: regexp.MustCompile(`eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{2,}\.[A-Za-z0-9_\-]*`), values: []int{0}},
+	{name: "github-token", re: regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}`), values: []int{0}},
+	{name: "gitlab-token", re: regexp.MustCompile(`glpat-[A-Za-z0-9_\-]{20,}(?:\.[A-Za-z0-9_\-]+)*`), values: []int{0}},
+	{name: "slack-token", re: regexp.MustCompile(`xox[abceprs]-[0-9]+-[A-Za-z0-9\-]{8,}`), values: []int{0}},
+	{name: "slack-webhook", re: regexp.MustCompile(`hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_\-]+/[A-Za-z0-9_/\-]+)`), values: []int{1}},
+	{name: "google-api-key", re: regexp.MustCompile(`AIza[A-Za-z0-9_\-]{35,}`), values: []int{0}},
+	{name: "stripe-key", re: regexp.MustCompile(`[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`), values: []int{0}},
+	{name: "npm-token", re: regexp.MustCompile(`npm_[A-Za-z0-9]{36,}`), values: []int{0}},
 	{name: "url-password", re: regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@"'\\<>\[\]]*:([^\s/"'\\<>]+)@`), values: []int{1}},
+	{name: "curl-password", re: regexp.MustCompile(`curl(?:[^\r\n]|\\\r?\n)*?[ \t](?:-u[ \t]*|--user(?:[ \t]+|=))` +
+		`(?:'[^'\s:]*:([^'\r\n]+)'|\\?"[^"\\\s:]*:((?:[^"\\\r\n]|\\[^"])+)\\?"|[^\s:"'\\]*:((?:[^\s"'\\]|\\[^nrt"'])+))`), values: []int{1, 2, 3}},
 	{name: "bearer-token", re: regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{6,}=*)`), values: []int{1}},
 	{name: "aws-access-key", re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), values: []int{0}},
 	{name: "aws-secret-key", re: regexp.MustCompile(`(?i)aws.{0,24}?(?:secret|private).{0,24}?["'\s:=]+([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+]|$)`), values: []int{1}},
@@ -56,13 +67,17 @@ func refSensitive(name string, header bool) bool {
 	if strings.HasSuffix(n, "tokens") || strings.Contains(n, "prefix_key") || strings.Contains(n, "prefixkey") {
 		return false
 	}
-	for _, w := range []string{"key", "token", "secret", "passw"} {
+	for _, w := range []string{"key", "token", "secret", "passw", "passphrase", "credential"} {
 		if strings.Contains(n, w) {
 			return true
 		}
 	}
-	return false
+	return refAuth.MatchString(n)
 }
+
+// refAuth is "auth" as a word of a lower-case name: not followed by a
+// letter.
+var refAuth = regexp.MustCompile(`auth(?:[^a-z]|$)`)
 
 var refPlain = regexp.MustCompile(`^(?i:[0-9.\-]+|true|false|null|nil|none)$`)
 
@@ -106,7 +121,8 @@ const maxFuzzLen = 4096
 
 // FuzzRedact checks, for any text, that redaction is idempotent, that the
 // reference finds no secret left in the output, and that text the fast
-// pre-check passes is text the reference leaves alone.
+// pre-checks pass is text the reference leaves alone: MayContainSecret for
+// the text, MayContainSecretInJSON for its JSON encoding.
 func FuzzRedact(f *testing.F) {
 	for _, s := range []string{
 		"", "plain text", "DB_PASSWORD=hunter2", `export API_KEY="a b"`, `{"token": "x"}`, `{\"secret\": \"y\"}`,
@@ -128,6 +144,16 @@ func FuzzRedact(f *testing.F) {
 		}
 		if ref := refRedact(out); ref != out {
 			t.Fatalf("the reference finds a secret left:\n in  %q\n out %q\n ref %q", s, out, ref)
+		}
+		if !redact.MayContainSecretInJSON(s) {
+			// The tracing extension skips the JSON encoding of such strings.
+			enc := string(jsonenc.AppendString(nil, s))
+			if got := red.String(enc); got != enc {
+				t.Fatalf("no candidate in JSON, yet its encoding changed: %s -> %s", enc, got)
+			}
+			if ref := refRedact(enc); ref != enc {
+				t.Fatalf("the JSON pre-check skips a secret the reference redacts:\n in  %s\n ref %s", enc, ref)
+			}
 		}
 		if !redact.MayContainSecret(s) {
 			if out != s {
@@ -170,6 +196,18 @@ var plantForms = []struct {
 	{"sk-proj-%V", keyChars, 16, false},
 	{"AKIA%V", awsIDChars, 16, true},
 	{"aws_secret_access_key = %V", awsSecretChars, 40, true},
+	{"eyJhbGciOiJIUzI1NiJ9.eyJ%V.c2ln", keyChars, 8, false},
+	{"ghp_%V", alnumChars, 36, false},
+	{"github_pat_%V", alnumChars + "_", 22, false},
+	{"glpat-%V", keyChars, 20, false},
+	{"xoxb-1234567890-%V", alnumChars + "-", 8, false},
+	{"https://hooks.slack.com/services/T0001/%V", keyChars, 8, false},
+	{"AIza%V", keyChars, 35, false},
+	{"sk_live_%V", alnumChars, 16, false},
+	{"rk_test_%V", alnumChars, 16, false},
+	{"npm_%V", alnumChars, 36, false},
+	{"curl -u app:%V https://example.com", bareChars, 8, false},
+	{"curl -sS --user 'app:%V' https://example.com", quotedChars, 8, false},
 }
 
 const (
@@ -181,11 +219,13 @@ const (
 	base64Chars    = letters + digits + "+/="
 	urlChars       = letters + digits + "_-+=.~!$%^*()?:;,&[]{}@#"
 	keyChars       = letters + digits + "_-"
+	alnumChars     = letters + digits
 	awsIDChars     = "ABCDEFGHIJKLMNOPQRSTUVWXYZ" + digits
 	awsSecretChars = letters + digits + "/+"
 )
 
-var plantNames = []string{"DB_PASSWORD", "api_key", "client_secret", "GITHUB_TOKEN", "X-Api-Key", "passwd", "SecretKey", "access-token", "my.private.key", "Authorization"}
+var plantNames = []string{"DB_PASSWORD", "api_key", "client_secret", "GITHUB_TOKEN", "X-Api-Key", "passwd", "SecretKey", "access-token", "my.private.key", "Authorization",
+	"passphrase", "credentials", "auth", "basic_auth"}
 
 // FuzzPlanted plants a secret value of each form between random texts,
 // plain or encoded as the content of a JSON string (as spans carry it),
@@ -231,7 +271,7 @@ func FuzzPlanted(f *testing.F) {
 		// Each half of the value, unless the surrounding text or a marker
 		// holds it anyway.
 		context := prefix + suffix + pf.form + strings.Join(plantNames, " ") + jsonContent(prefix+suffix) +
-			" [REDACTED:private-key anthropic-key openai-key url-password bearer-token aws-access-key aws-secret-key secret-json-field secret-assignment]"
+			" [REDACTED:" + strings.Join(red.Patterns(), " ") + "]"
 		h := len(needle) / 2
 		for _, part := range []string{needle, needle[:h], needle[h:]} {
 			if len(part) < 4 || strings.Contains(context, part) {

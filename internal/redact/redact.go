@@ -33,6 +33,15 @@ const (
 	RuleBearer       = "bearer-token"
 	RuleAWSAccessKey = "aws-access-key"
 	RuleAWSSecretKey = "aws-secret-key"
+	RuleJWT          = "jwt"
+	RuleGitHubToken  = "github-token"
+	RuleGitLabToken  = "gitlab-token"
+	RuleSlackToken   = "slack-token"
+	RuleSlackWebhook = "slack-webhook"
+	RuleGoogleAPIKey = "google-api-key"
+	RuleStripeKey    = "stripe-key"
+	RuleNPMToken     = "npm-token"
+	RuleCurlPassword = "curl-password"
 	RuleSecretJSON   = "secret-json-field"
 	RuleSecretAssign = "secret-assignment"
 )
@@ -66,16 +75,34 @@ func IsMarker(s string) bool {
 }
 
 // SensitiveName reports whether a variable or key name looks like it holds
-// a secret: it contains "key", "token", "secret" or "passw" (password,
-// passwd), case-insensitively. Names of counters ("…tokens") and of the
-// prompt-cache prefix key are not sensitive.
+// a secret: it contains "key", "token", "secret", "passw" (password,
+// passwd), "passphrase" or "credential", or "auth" not followed by a
+// letter (auth, basic_auth, X-Auth-User, oauth2, but not author or
+// authority), case-insensitively. Names of counters ("…tokens") and of
+// the prompt-cache prefix key are not sensitive.
 func SensitiveName(name string) bool {
 	n := strings.ToLower(name)
 	if strings.HasSuffix(n, "tokens") || strings.Contains(n, "prefix_key") || strings.Contains(n, "prefixkey") {
 		return false
 	}
 	return strings.Contains(n, "key") || strings.Contains(n, "token") || strings.Contains(n, "secret") ||
-		strings.Contains(n, "passw")
+		strings.Contains(n, "passw") || strings.Contains(n, "passphrase") || strings.Contains(n, "credential") ||
+		authWord(n)
+}
+
+// authWord reports whether the lower-case name n holds "auth" not
+// followed by a letter.
+func authWord(n string) bool {
+	for i := 0; ; {
+		j := strings.Index(n[i:], "auth")
+		if j < 0 {
+			return false
+		}
+		i += j + len("auth")
+		if i == len(n) || n[i] < 'a' || n[i] > 'z' {
+			return true
+		}
+	}
 }
 
 // sensitiveAssigned reports whether a name in an assignment or a header in
@@ -121,8 +148,10 @@ func Builtin() *Redactor { return &Redactor{builtin: true} }
 func (r *Redactor) Patterns() []string {
 	var names []string
 	if r.builtin {
-		names = append(names, RulePrivateKey, RuleAnthropicKey, RuleOpenAIKey, RuleURLPassword, RuleBearer,
-			RuleAWSAccessKey, RuleAWSSecretKey, RuleSecretJSON, RuleSecretAssign)
+		names = append(names, RulePrivateKey, RuleAnthropicKey, RuleOpenAIKey, RuleJWT, RuleGitHubToken,
+			RuleGitLabToken, RuleSlackToken, RuleSlackWebhook, RuleGoogleAPIKey, RuleStripeKey, RuleNPMToken,
+			RuleURLPassword, RuleCurlPassword, RuleBearer, RuleAWSAccessKey, RuleAWSSecretKey, RuleSecretJSON,
+			RuleSecretAssign)
 	}
 	for _, x := range r.rules {
 		names = append(names, x.name)

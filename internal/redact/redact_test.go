@@ -87,6 +87,110 @@ func TestString(t *testing.T) {
 	}
 }
 
+// Fake tokens of the formats the token rules know, made of repeated
+// characters so that no real token is in the source.
+var (
+	alnum36 = strings.Repeat("aB3", 12) // 36 letters and digits
+	jwt     = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+)
+
+func same(s string) [2]string { return [2]string{s, s} }
+
+// tokenCorpus holds, for each format of the token rules, a positive (a
+// token the rule replaces) and a near miss (text that looks like one and
+// stays): input and expected output.
+var tokenCorpus = []struct {
+	name  string
+	inOut [2]string
+}{
+	{"jwt", [2]string{"got " + jwt + " back", "got [REDACTED:jwt] back"}},
+	{"jwt in json", [2]string{`{"id_jwt":"` + jwt + `"}`, `{"id_jwt":"[REDACTED:jwt]"}`}},
+	{"jwt unsigned", [2]string{"x eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0. y", "x [REDACTED:jwt] y"}},
+	{"jwt near miss: payload not json", same("x eyJhbGciOiJIUzI1NiJ9.bm90LWpzb24.c2ln y")},
+	{"jwt near miss: one segment", same("x eyJhbGciOiJIUzI1NiJ9 y")},
+
+	{"github ghp", [2]string{"use ghp_" + alnum36 + " now", "use [REDACTED:github-token] now"}},
+	{"github gho", [2]string{"gho_" + alnum36, "[REDACTED:github-token]"}},
+	{"github ghs", [2]string{"(ghs_" + alnum36 + ")", "([REDACTED:github-token])"}},
+	{"github ghu ghr", [2]string{"ghu_" + alnum36 + " ghr_" + alnum36, "[REDACTED:github-token] [REDACTED:github-token]"}},
+	{"github fine-grained", [2]string{"github_pat_11ABCDEFG0aBcDeFgHiJkLm_" + alnum36 + "x", "[REDACTED:github-token]"}},
+	{"github near miss: short", same("ghp_" + alnum36[:20])},
+	{"github near miss: other letter", same("ghx_" + alnum36)},
+	{"github near miss: pat short", same("github_pat_abc")},
+
+	{"gitlab", [2]string{"glpat-aB3dE5fG7hI9jK1lM3nO", "[REDACTED:gitlab-token]"}},
+	{"gitlab routable", [2]string{"glpat-aB3dE5fG7hI9jK1lM3nO.01.120abcdef.", "[REDACTED:gitlab-token]."}},
+	{"gitlab near miss", same("glpat-short123")},
+
+	{"slack bot", [2]string{"xoxb-1234567890-1234567890123-" + alnum36[:24], "[REDACTED:slack-token]"}},
+	{"slack user", [2]string{"t=xoxp-12345-67890-abcdefgh", "t=[REDACTED:slack-token]"}},
+	{"slack app", [2]string{"xoxa-2-abcdefghij", "[REDACTED:slack-token]"}},
+	{"slack refresh", [2]string{"xoxe.xoxr-1-" + alnum36, "xoxe.[REDACTED:slack-token]"}},
+	{"slack near miss: hugs", same("xoxo-hugs-and-kisses-123")},
+	{"slack near miss: no digits", same("xoxb-notatoken-atall")},
+
+	{"slack webhook", [2]string{"POST https://hooks.slack.com/services/T00000000/B00000000/" + alnum36[:24] + " ok",
+		"POST https://hooks.slack.com/services/[REDACTED:slack-webhook] ok"}},
+	{"slack workflow webhook", [2]string{"hooks.slack.com/workflows/T0AAAA/A0BBBB/1234/abcd", "hooks.slack.com/workflows/[REDACTED:slack-webhook]"}},
+	{"slack webhook near miss: no path", same("see https://hooks.slack.com/services/ for docs")},
+	{"slack webhook near miss: other host", same("https://api.slack.com/services/T0/B0/x")},
+
+	{"google", [2]string{"key AIzaSy" + alnum36[:33] + " ok", "key [REDACTED:google-api-key] ok"}},
+	{"google near miss: short", same("AIzaSy" + alnum36[:20])},
+	{"google near miss: case", same("aiza" + alnum36)},
+
+	{"stripe secret live", [2]string{"sk_live_" + alnum36[:24], "[REDACTED:stripe-key]"}},
+	{"stripe restricted live", [2]string{"rk_live_" + alnum36[:24], "[REDACTED:stripe-key]"}},
+	{"stripe secret test", [2]string{"x=sk_test_" + alnum36, "x=[REDACTED:stripe-key]"}},
+	{"stripe near miss: publishable", same("pk_live_" + alnum36[:24])},
+	{"stripe near miss: short", same("sk_live_abc")},
+
+	{"npm", [2]string{"//registry.npmjs.org/:_authToken=npm_" + alnum36, "//registry.npmjs.org/:_authToken=[REDACTED:npm-token]"}},
+	{"npm plain", [2]string{"token npm_" + alnum36 + ".", "token [REDACTED:npm-token]."}},
+	{"npm near miss", same("npm_install_" + alnum36[:10])},
+
+	{"curl -u", [2]string{"curl -u alice:s3cr3t https://api.example.com", "curl -u alice:[REDACTED:curl-password] https://api.example.com"}},
+	{"curl --user quoted", [2]string{"curl -s --user 'bob:pa ss' https://h", "curl -s --user 'bob:[REDACTED:curl-password]' https://h"}},
+	{"curl -u double quoted", [2]string{`curl -u "bob:p@ss" h`, `curl -u "bob:[REDACTED:curl-password]" h`}},
+	{"curl -u escaped", [2]string{`{"cmd":"curl -u \"bob:p w\" h"}`, `{"cmd":"curl -u \"bob:[REDACTED:curl-password]\" h"}`}},
+	{"curl -u joined", [2]string{"curl -ualice:pw h", "curl -ualice:[REDACTED:curl-password] h"}},
+	{"curl continued", [2]string{"curl -sS \\\n  -u alice:pw:x \\\n  https://h", "curl -sS \\\n  -u alice:[REDACTED:curl-password] \\\n  https://h"}},
+	{"curl near miss: no password", same("curl -u alice https://h")},
+	{"curl near miss: not curl", same("docker run -u 1000:1000 img")},
+	{"curl near miss: user agent", same("curl --user-agent a:b https://h")},
+
+	{"json passphrase", [2]string{`{"passphrase": "correct horse"}`, `{"passphrase": "[REDACTED:secret-json-field]"}`}},
+	{"json credentials", [2]string{`{"credentials":"u:p"}`, `{"credentials":"[REDACTED:secret-json-field]"}`}},
+	{"json auth", [2]string{`{"auth": "dXNlcjpwYXNz", "n": 1}`, `{"auth": "[REDACTED:secret-json-field]", "n": 1}`}},
+	{"json basic_auth escaped", [2]string{`"{\"basic_auth\": \"u:p\"}"`, `"{\"basic_auth\": \"[REDACTED:secret-json-field]\"}"`}},
+	{"json near miss: author", same(`{"author": "Jane", "authority": "x", "phrase": "y", "credit": "z"}`)},
+	{"json near miss: auth object", same(`{"auth": {"type": "basic"}}`)},
+}
+
+// TestTokenFormats is the corpus of the token rules: each format has a
+// positive (a token the rule replaces) and a near miss (text that looks
+// like one and stays). The fuzz seed corpus (testdata/fuzz/FuzzRedact)
+// holds the same lines, so that they are checked against the reference.
+func TestTokenFormats(t *testing.T) {
+	red := redact.Builtin()
+	tests := tokenCorpus
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, want := tt.inOut[0], tt.inOut[1]
+			got := red.String(in)
+			if got != want {
+				t.Errorf("String(%q)\n got %q\nwant %q", in, got, want)
+			}
+			if again := red.String(got); again != got {
+				t.Errorf("not idempotent: %q then %q", got, again)
+			}
+			if in != want && !redact.MayContainSecret(in) {
+				t.Errorf("MayContainSecret(%q) = false", in)
+			}
+		})
+	}
+}
+
 func TestZeroRedactor(t *testing.T) {
 	var r redact.Redactor
 	if got := r.String("TOKEN=abc"); got != "TOKEN=abc" {
@@ -116,8 +220,9 @@ func TestCustom(t *testing.T) {
 	if counts["ticket"] != 1 || counts["host"] != 1 || counts["pin"] != 1 || len(counts) != 3 {
 		t.Errorf("counts %v", counts)
 	}
-	want := []string{"private-key", "anthropic-key", "openai-key", "url-password", "bearer-token", "aws-access-key",
-		"aws-secret-key", "secret-json-field", "secret-assignment", "ticket", "pin", "custom"}
+	want := []string{"private-key", "anthropic-key", "openai-key", "jwt", "github-token", "gitlab-token", "slack-token",
+		"slack-webhook", "google-api-key", "stripe-key", "npm-token", "url-password", "curl-password", "bearer-token",
+		"aws-access-key", "aws-secret-key", "secret-json-field", "secret-assignment", "ticket", "pin", "custom"}
 	if p := red.Patterns(); strings.Join(p, ",") != strings.Join(want, ",") {
 		t.Errorf("patterns %v", p)
 	}
@@ -153,6 +258,9 @@ func TestSensitiveName(t *testing.T) {
 	for n, want := range map[string]bool{
 		"api_key": true, "GITHUB_TOKEN": true, "client_secret": true, "DB_PASSWORD": true, "passwd": true,
 		"max_tokens": false, "prefix_key": false, "name": false, "authorization": false,
+		"passphrase": true, "GPG_PASSPHRASE": true, "credentials": true, "aws_credential": true, "auth": true,
+		"basic_auth": true, "X-Auth-User": true, "oauth2": true, "AUTH": true,
+		"author": false, "authority": false, "Authentication": false, "phrase": false, "credit": false,
 	} {
 		if got := redact.SensitiveName(n); got != want {
 			t.Errorf("SensitiveName(%q) = %v", n, got)
@@ -183,6 +291,25 @@ func BenchmarkStringPlain(b *testing.B) {
 	}
 }
 
+// prose is English text with none of the candidate words, but with the
+// bytes that start some (s, b, a, k, t, p, g, x, ':', '.', '-').
+const prose = "The long-range forecast for Lisbon: bright skies through Thursday, with a light breeze off the Atlantic. " +
+	"Expect highs of 24 degrees, lows near 15, and a chance of fog at dawn along the coast. Next week brings mixed weather: " +
+	"grey mornings, sunny afternoons and an occasional shower inland. Travellers should pack a jacket for the evenings. "
+
+func BenchmarkStringProse(b *testing.B) {
+	red := redact.Builtin()
+	s := strings.Repeat(prose, 6)
+	if redact.MayContainSecret(s) {
+		b.Fatal("candidate found in prose")
+	}
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = red.String(s)
+	}
+}
+
 func BenchmarkStringSecrets(b *testing.B) {
 	red := redact.Builtin()
 	s := strings.Repeat(`{"content":"export DB_PASSWORD=\"hunter2\" and the monkey key: value https://u:p@h/x"} `, 20)
@@ -205,6 +332,10 @@ func TestMayContainSecretInJSON(t *testing.T) {
 		{"\bearer xyz", true},                       // "\bearer"
 		{"\x1aws", true},                            // "\u001aws"
 		{"\vbearer", true},                          // "\u000bearer"
+		{"\x1credentials", true},                    // "\u001credentials"
+		{"x\npm_" + alnum36, true},                  // "\npm_…"
+		{"x\rk_live_" + alnum36, true},              // "\rk_live_…"
+		{"x\npx_\rk_other", false},
 		{"my token", true},
 		{"https://u:p@host", true},
 	} {

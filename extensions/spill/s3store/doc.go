@@ -79,9 +79,10 @@
 // endpoint, and match [ErrNoBucket], [ErrAccessDenied], [ErrUnreachable]
 // or fs.ErrNotExist. A request is tried Config.MaxRetries times (3), and
 // connecting is bounded by Config.DialTimeout (5s), so when the store is
-// unreachable a spill fails within seconds: the extension then passes the
-// tool result through unchanged with a warning and counts it in its
-// Stats (StoreFailures), as it does when its directory fails.
+// unreachable a spill fails within seconds: the extension then cuts the
+// tool result to its threshold, with a note naming the cause, logs a
+// warning and counts it in its Stats (StoreFailures), as it does when its
+// directory fails.
 //
 // # Retention
 //
