@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -47,6 +48,8 @@ type server struct {
 	resources    bool // the server offers resources: read_resource is offered
 	logMeta      bool // ask for log messages in each request's _meta (protocol 2026-07-28)
 	tools        []*harness.Tool
+	schemas      map[string]string // input schemas that passed checkSchema, by tool
+	signature    string            // what the stored tools were built from (see signature)
 	entries      []toolEntry
 	skipped      []skippedTool
 	inflight     map[string]*callInfo // running calls by progress token
@@ -57,8 +60,13 @@ type server struct {
 	// What the adapter watches on the connection (wire.go).
 	wmu          sync.Mutex
 	pendingLists map[string]bool // IDs of tools/list requests not answered yet
-	taskRequired map[string]bool // tools of the list being loaded that require tasks
-	logQueue     []*callInfo     // the calls of the log messages read and not handled yet
+	// A tools/list_changed notification waits in the SDK's queue.
+	listChangedQueued atomic.Bool
+	// The stdio transport drops the list_changed notifications that
+	// received would drop, before the SDK decodes them.
+	framesWatched atomic.Bool
+	taskRequired  map[string]bool // tools of the list being loaded that require tasks
+	logQueue      []*callInfo     // the calls of the log messages read and not handled yet
 
 	elicitLog, serverLog logLimiter
 }
@@ -180,8 +188,11 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		return nil, redactError(fmt.Errorf("mcp: server %q (%s): %w", s.name, s.tr, err))
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "harnessx", Version: "1"}, &sdk.ClientOptions{
-		ElicitationHandler:          s.elicit,
-		ToolListChangedHandler:      func(context.Context, *sdk.ToolListChangedRequest) { s.listChanged() },
+		ElicitationHandler: s.elicit,
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			s.listChangedQueued.Store(false)
+			s.listChanged()
+		},
 		ProgressNotificationHandler: s.progress,
 		LoggingMessageHandler:       s.logMessage,
 		ResourceUpdatedHandler:      s.resourceUpdated,
@@ -316,23 +327,44 @@ func (s *server) setTools(list []*sdk.Tool) {
 	resources := s.resources
 	s.mu.Unlock()
 	tools, entries, skipped := s.buildTools(list, taskRequired, resources)
-	for _, sk := range skipped {
-		s.ext.log.Warn("mcp: tool skipped", "server", s.name, "tool", shortName(sk.name), "reason", sk.reason)
-	}
+	sig := signature(tools, skipped)
+	names := serverState{entries: entries}.toolNames()
 	s.mu.Lock()
-	s.tools, s.entries, s.skipped, s.loaded = tools, entries, skipped, true
+	same := s.loaded && sig == s.signature
+	if !same {
+		s.tools, s.entries, s.skipped, s.loaded, s.signature = tools, entries, skipped, true, sig
+	}
 	enabled := s.enabled
 	s.mu.Unlock()
-	s.ext.ec.RefreshTools()
-	names := serverState{entries: entries}.toolNames()
-	if enabled {
-		if err := s.ext.ec.Agent().Tools().Activate(names...); err != nil {
-			s.ext.log.Warn("mcp: cannot activate a server's tools", "server", s.name, "error", err)
+	// A list that did not change (a server may send list_changed again and
+	// again) costs no rebuild of the catalog, and is not logged again.
+	if !same {
+		for _, sk := range skipped {
+			s.ext.log.Warn("mcp: tool skipped", "server", s.name, "tool", shortName(sk.name), "reason", sk.reason)
+		}
+		s.ext.ec.RefreshTools()
+		if enabled {
+			if err := s.ext.ec.Agent().Tools().Activate(names...); err != nil {
+				s.ext.log.Warn("mcp: cannot activate a server's tools", "server", s.name, "error", err)
+			}
 		}
 	}
 	if fn := s.ext.cfg.onToolsChanged; fn != nil {
 		fn(s.name, names)
 	}
+}
+
+// signature describes what a server's harness tools are made of, so that a
+// list loaded again can be told from the one stored.
+func signature(tools []*harness.Tool, skipped []skippedTool) string {
+	var b strings.Builder
+	for _, t := range tools {
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%s\x00%s\x00%v\x01", t.Name, t.Description, t.InputSchema, t.Permission, t.ReplayPolicy, t.Concurrent)
+	}
+	for _, sk := range skipped {
+		fmt.Fprintf(&b, "%s\x00%s\x01", sk.name, sk.reason)
+	}
+	return b.String()
 }
 
 // listChanged handles a tools/list_changed notification: it reloads the
@@ -356,8 +388,18 @@ func (s *server) listChanged() {
 	}
 }
 
+// reloadDelay is how long a reload waits after the notification that
+// wanted it, so that a burst of notifications is answered by one reload.
+const reloadDelay = 50 * time.Millisecond
+
 func (s *server) reloadLoop() {
+	t := time.NewTimer(reloadDelay)
+	defer t.Stop()
 	for {
+		select {
+		case <-t.C:
+		case <-s.ext.bg.Done():
+		}
 		s.mu.Lock()
 		if !s.reloadWanted || s.ext.bg.Err() != nil {
 			s.reloading = false
@@ -367,6 +409,7 @@ func (s *server) reloadLoop() {
 		s.reloadWanted = false
 		s.mu.Unlock()
 		s.reload()
+		t.Reset(reloadDelay)
 	}
 }
 
@@ -407,7 +450,13 @@ func (s *server) buildTools(list []*sdk.Tool, taskRequired map[string]bool, reso
 		entries []toolEntry
 		skipped []skippedTool
 		seen    = map[string]string{}
+		checked = map[string]string{}
 	)
+	defer func() {
+		s.mu.Lock()
+		s.schemas = checked
+		s.mu.Unlock()
+	}()
 	if resources {
 		t := s.readResourceTool()
 		seen[t.Name] = ReadResourceTool
@@ -440,7 +489,7 @@ func (s *server) buildTools(list []*sdk.Tool, taskRequired map[string]bool, reso
 			skipped = append(skipped, skippedTool{t.Name, "it requires task augmentation (execution.taskSupport is \"required\"), which the adapter does not support"})
 			continue
 		}
-		schema, err := checkSchema(t.InputSchema)
+		schema, err := s.checkedSchema(t.Name, t.InputSchema, checked)
 		if err != nil {
 			skipped = append(skipped, skippedTool{t.Name, "malformed input schema: " + clip(err.Error(), 200)})
 			continue
@@ -496,12 +545,46 @@ func toolName(server, tool string) string {
 	return string(b)
 }
 
+// checkedSchema is checkSchema, skipped when the tool's schema is the one
+// that passed at the last load (a server that sends list_changed again
+// and again must not cost a compilation of every schema each time). The
+// schemas that pass are added to checked.
+func (s *server) checkedSchema(name string, v any, checked map[string]string) (json.RawMessage, error) {
+	if v == nil {
+		return nil, errors.New("missing")
+	}
+	if m, ok := v.(map[string]any); ok {
+		if why, ok := m[refusedKey].(string); ok {
+			return nil, errors.New(why)
+		}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	prev, ok := s.schemas[name]
+	s.mu.Unlock()
+	if !ok || prev != string(raw) {
+		if _, err := checkSchema(json.RawMessage(raw)); err != nil {
+			return nil, err
+		}
+	}
+	checked[name] = string(raw)
+	return raw, nil
+}
+
 // checkSchema returns the JSON of a tool's input schema, as the server sent
 // it, after checking that it is an object schema the harness can compile,
 // nested at most maxSchemaDepth levels.
 func checkSchema(v any) (json.RawMessage, error) {
 	if v == nil {
 		return nil, errors.New("missing")
+	}
+	if m, ok := v.(map[string]any); ok {
+		if why, ok := m[refusedKey].(string); ok {
+			return nil, errors.New(why)
+		}
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {

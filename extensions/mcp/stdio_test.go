@@ -48,11 +48,17 @@ func TestStdioCrashMidCall(t *testing.T) {
 // server, and returns the ended spans.
 func tracedRun(t *testing.T, tr mcp.Transport, calls ...harnesstest.Response) (*harness.RunResult, []sdktrace.ReadOnlySpan) {
 	t.Helper()
+	return tracedRunWith(t, tr, nil, calls...)
+}
+
+// tracedRunWith is tracedRun with options for the extension.
+func tracedRunWith(t *testing.T, tr mcp.Transport, opts []mcp.Option, calls ...harnesstest.Response) (*harness.RunResult, []sdktrace.ReadOnlySpan) {
+	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	p := harnesstest.NewScriptedProvider(append(append([]harnesstest.Response{enable("c1", "srv")}, calls...), harnesstest.Reply("done"))...)
-	a := newAgent(t, p, mcp.New(mcp.WithServer("srv", tr)), harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+	a := newAgent(t, p, mcp.New(append([]mcp.Option{mcp.WithServer("srv", tr)}, opts...)...), harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
 	r := run(t, a, "go")
 	return r, rec.Ended()
 }

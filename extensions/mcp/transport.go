@@ -1,9 +1,11 @@
 package mcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,7 +121,110 @@ func (t Transport) open(ctx context.Context) (sdk.Transport, *tailBuffer, error)
 	} else {
 		c.Stderr = tail
 	}
-	return &sdk.CommandTransport{Command: c, TerminateDuration: terminateAfter}, tail, nil
+	return &stdioTransport{cmd: c}, tail, nil
+}
+
+// stdioTransport runs a server as a subprocess, as the SDK's
+// CommandTransport does, and reads its output through filterFrame, one
+// newline-delimited message at a time.
+type stdioTransport struct {
+	cmd *exec.Cmd
+	s   *server // set by watch
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (sdk.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return (&sdk.IOTransport{
+		Reader: &frameReader{r: bufio.NewReaderSize(stdout, 64<<10), s: t.s},
+		Writer: &processInput{WriteCloser: stdin, cmd: t.cmd},
+	}).Connect(ctx)
+}
+
+// frameReader reads newline-delimited JSON-RPC messages, each through
+// filterFrame. Closing it does nothing: closing the process's input ends
+// the connection.
+type frameReader struct {
+	r   *bufio.Reader
+	s   *server // drops the tools/list_changed notifications it need not see
+	out []byte
+	err error
+}
+
+func (f *frameReader) Read(p []byte) (int, error) {
+	for len(f.out) == 0 {
+		if f.err != nil {
+			return 0, f.err
+		}
+		line, err := f.r.ReadBytes('\n')
+		f.err = err
+		if len(line) > 0 {
+			if jsonDepth(line, sdkMaxDepth-1) >= sdkMaxDepth-1 {
+				body := bytes.TrimRight(line, "\r\n")
+				line = append(filterFrame(body), line[len(body):]...)
+			}
+			if f.s != nil && bytes.Contains(line, []byte(methodListChanged)) && !f.s.keepListChanged(line) {
+				continue // before the SDK decodes it: a flood costs little
+			}
+			f.out = line
+		}
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	return n, nil
+}
+
+func (f *frameReader) Close() error { return nil }
+
+// processInput is a server process's standard input. Closing it stops the
+// process as the MCP specification says: its input is closed; if it has
+// not exited after terminateAfter, it gets SIGTERM, and SIGKILL as long
+// again later.
+type processInput struct {
+	io.WriteCloser
+	cmd *exec.Cmd
+}
+
+func (p *processInput) Close() error {
+	if err := p.WriteCloser.Close(); err != nil {
+		return fmt.Errorf("closing the server's input: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(terminateAfter)
+		defer t.Stop()
+		select {
+		case err := <-done:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if p.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("the server process does not exit")
 }
 
 // serverEnv is the environment of a stdio server: the default variables
@@ -239,4 +345,3 @@ func StreamableHTTPClient(url string, client *http.Client) Transport {
 func SDKTransport(kind, network string, connect func(ctx context.Context) (sdk.Transport, error)) Transport {
 	return Transport{kind: kind, network: network, connect: connect}
 }
-

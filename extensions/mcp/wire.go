@@ -36,6 +36,7 @@ const (
 	methodToolsList         = "tools/list"
 	methodProgress          = "notifications/progress"
 	methodLog               = "notifications/message"
+	methodListChanged       = "notifications/tools/list_changed"
 	maxLogQueue             = 4096
 	progressDrainTimeout    = time.Second
 	maxWatchedMessageLength = 16 << 20
@@ -133,17 +134,26 @@ func (s *server) sent(ctx context.Context, msg jsonrpc.Message) {
 	}
 }
 
-// received sees a message the client read.
-func (s *server) received(msg jsonrpc.Message) {
+// received sees a message the client read, and says whether the SDK gets
+// it. A tools/list_changed notification is dropped while another one waits
+// in the SDK's queue, unhandled: that one reloads the list (and clears the
+// SDK's cache of it) after this one came, so a flood of them costs neither
+// memory in the queue nor reloads.
+func (s *server) received(msg jsonrpc.Message) (keep bool) {
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
 		switch m.Method {
+		case methodListChanged:
+			if s.framesWatched.Load() {
+				return true // kept by keepListChanged
+			}
+			return !s.listChangedQueued.Swap(true)
 		case methodProgress:
 			var p struct {
 				Token any `json:"progressToken"`
 			}
 			if json.Unmarshal(m.Params, &p) != nil {
-				return
+				return true
 			}
 			token, _ := p.Token.(string)
 			if info := s.callByToken(token); info != nil {
@@ -171,7 +181,7 @@ func (s *server) received(msg jsonrpc.Message) {
 		s.wmu.Lock()
 		if len(s.pendingLists) == 0 {
 			s.wmu.Unlock()
-			return
+			return true
 		}
 		id := fmt.Sprint(m.ID.Raw())
 		pending := s.pendingLists[id]
@@ -181,6 +191,7 @@ func (s *server) received(msg jsonrpc.Message) {
 			s.sawToolsList(m.Result)
 		}
 	}
+	return true
 }
 
 // sawToolsList records the tools of a raw tools/list result that require
@@ -226,7 +237,25 @@ func (s *server) watch(t sdk.Transport) sdk.Transport {
 		c.HTTPClient = &tapped
 		return &c
 	}
+	if st, ok := t.(*stdioTransport); ok {
+		st.s = s
+		s.framesWatched.Store(true)
+	}
 	return watchedTransport{t, s}
+}
+
+// keepListChanged reports whether the SDK gets the message data, when it
+// is a tools/list_changed notification: not while another one waits,
+// unhandled, in the SDK's queue (see received).
+func (s *server) keepListChanged(data []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.ID != nil || m.Method != methodListChanged {
+		return true
+	}
+	return !s.listChangedQueued.Swap(true)
 }
 
 // watchedTransport wraps a transport whose connection can be wrapped.
@@ -249,11 +278,12 @@ type watchedConn struct {
 }
 
 func (c watchedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err == nil {
-		c.s.received(msg)
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil || c.s.received(msg) {
+			return msg, err
+		}
 	}
-	return msg, err
 }
 
 func (c watchedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -297,106 +327,206 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// jsonTap reads the JSON-RPC message of a JSON response as the SDK reads
-// it.
+// jsonTap reads the JSON-RPC message of a JSON response before the SDK
+// does, watches it and filters it (filterFrame).
 type jsonTap struct {
 	io.ReadCloser
 	s    *server
-	buf  bytes.Buffer
-	done bool
+	out  []byte
+	read bool
+	err  error
 }
 
 func (j *jsonTap) Read(p []byte) (int, error) {
-	n, err := j.ReadCloser.Read(p)
-	if !j.done {
-		if j.buf.Len()+n > maxWatchedMessageLength {
-			j.done = true
-			j.buf = bytes.Buffer{}
-		} else {
-			j.buf.Write(p[:n])
+	if !j.read {
+		j.read = true
+		data, err := io.ReadAll(io.LimitReader(j.ReadCloser, maxWatchedMessageLength+1))
+		if err == nil && len(data) > maxWatchedMessageLength {
+			err = fmt.Errorf("mcp: a JSON response of more than %d bytes", maxWatchedMessageLength)
 		}
-		if err == io.EOF {
-			j.done = true
-			if msg, derr := jsonrpc.DecodeMessage(j.buf.Bytes()); derr == nil {
-				j.s.received(msg)
+		if err == nil {
+			data = filterFrame(data)
+			if msg, derr := jsonrpc.DecodeMessage(data); derr == nil {
+				j.s.received(msg) // a response: kept
 			}
-			j.buf = bytes.Buffer{}
+			err = io.EOF
 		}
+		j.out, j.err = data, err
 	}
-	return n, err
+	if len(j.out) == 0 {
+		return 0, j.err
+	}
+	n := copy(p, j.out)
+	j.out = j.out[n:]
+	return n, nil
 }
 
-// eventTap reads the JSON-RPC messages of a server-sent event stream as
-// the SDK reads them: the data lines of each event, decoded when they may
-// concern the adapter (a progress notification, a tools/list result).
+// eventTap reads a server-sent event stream before the SDK does, one event
+// at a time: it watches the JSON-RPC message of each event's data and
+// filters it (filterFrame), and gives the SDK the event, as it came or
+// with its data rewritten.
 type eventTap struct {
 	io.ReadCloser
 	s       *server
-	line    []byte // the current line, incomplete
+	in      []byte // read, not yet split into lines
+	event   []byte // the current event's lines other than data, as read
 	data    []byte // the current event's data
-	tooLong bool   // the current event is too long to watch
+	out     []byte // events ready for the SDK
+	tooLong bool   // the current event is too long to watch: passed as it is
+	err     error
+	buf     [4096]byte
 }
 
 func (e *eventTap) Read(p []byte) (int, error) {
-	n, err := e.ReadCloser.Read(p)
-	e.feed(p[:n])
-	return n, err
+	for len(e.out) == 0 {
+		if e.err != nil {
+			// The stream ended: what is left of an unfinished event goes
+			// as it is.
+			if len(e.event)+len(e.data)+len(e.in) > 0 {
+				e.flushRaw()
+				continue
+			}
+			return 0, e.err
+		}
+		n, err := e.ReadCloser.Read(e.buf[:])
+		e.feed(e.buf[:n])
+		e.err = err
+	}
+	n := copy(p, e.out)
+	e.out = e.out[n:]
+	if len(e.out) == 0 {
+		e.out = e.out[:0:0]
+	}
+	return n, nil
 }
 
 func (e *eventTap) feed(b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+	e.in = append(e.in, b...)
+	for {
+		i := bytes.IndexByte(e.in, '\n')
 		if i < 0 {
-			e.appendLine(b)
-			return
+			if len(e.in) > maxWatchedMessageLength {
+				e.flushRaw()
+			}
+			break
 		}
-		e.appendLine(b[:i])
-		e.endLine()
-		b = b[i+1:]
+		e.line(e.in[:i+1])
+		e.in = e.in[i+1:]
 	}
+	e.in = append(e.in[:0:0], e.in...)
 }
 
-func (e *eventTap) appendLine(b []byte) {
-	if len(e.line)+len(b) > maxWatchedMessageLength {
-		e.tooLong = true
-		e.line = e.line[:0]
-		return
-	}
-	e.line = append(e.line, b...)
-}
-
-func (e *eventTap) endLine() {
-	line := bytes.TrimSuffix(e.line, []byte("\r"))
+// line takes one line of the stream, with its newline.
+func (e *eventTap) line(l []byte) {
+	body := bytes.TrimRight(l, "\r\n")
 	switch {
-	case len(line) == 0:
-		e.dispatch()
-	case bytes.HasPrefix(line, []byte("data:")):
-		v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+	case len(body) == 0:
+		e.dispatch(l)
+	case bytes.HasPrefix(body, []byte("data:")):
+		v := bytes.TrimPrefix(body[len("data:"):], []byte(" "))
+		if len(e.data)+len(v) > maxWatchedMessageLength {
+			e.tooLong = true
+		}
 		if len(e.data) > 0 {
 			e.data = append(e.data, '\n')
 		}
-		if len(e.data)+len(v) > maxWatchedMessageLength {
-			e.tooLong = true
-		} else if !e.tooLong {
-			e.data = append(e.data, v...)
-		}
+		e.data = append(e.data, v...)
+	default:
+		e.event = append(e.event, l...)
 	}
-	e.line = e.line[:0]
 }
 
-func (e *eventTap) dispatch() {
-	data := e.data
-	e.data = e.data[:0]
-	if e.tooLong {
-		e.tooLong = false
-		return
+// dispatch ends the current event at its blank line end.
+func (e *eventTap) dispatch(end []byte) {
+	data, keep := e.data, true
+	if len(data) > 0 && !e.tooLong {
+		data = filterFrame(data)
+		if bytes.Contains(data, []byte(methodProgress)) || bytes.Contains(data, []byte(methodLog)) ||
+			bytes.Contains(data, []byte(methodListChanged)) || e.s.listsPending() {
+			if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+				keep = e.s.received(msg)
+			}
+		}
 	}
-	if len(data) == 0 || !(bytes.Contains(data, []byte(methodProgress)) || bytes.Contains(data, []byte(methodLog)) || e.s.listsPending()) {
-		return
+	// A dropped message leaves its event without data (the SDK skips
+	// it), and its ID, for resuming the stream.
+	e.out = append(e.out, e.event...)
+	if len(e.data) > 0 && keep {
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			e.out = append(e.out, "data: "...)
+			e.out = append(e.out, l...)
+			e.out = append(e.out, '\n')
+		}
 	}
-	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-		e.s.received(msg)
+	e.out = append(e.out, end...)
+	e.event, e.data, e.tooLong = e.event[:0], e.data[:0], false
+}
+
+// flushRaw passes what was read of the current event as it is.
+func (e *eventTap) flushRaw() {
+	e.out = append(e.out, e.event...)
+	if len(e.data) > 0 {
+		e.out = append(e.out, "data: "...)
+		e.out = append(e.out, bytes.ReplaceAll(e.data, []byte("\n"), []byte("\ndata: "))...)
+		e.out = append(e.out, '\n')
 	}
+	e.out = append(e.out, e.in...)
+	e.event, e.data, e.in, e.tooLong = e.event[:0], e.data[:0], e.in[:0], false
+}
+
+// sdkMaxDepth is how deep the SDK lets a JSON-RPC message nest: it refuses
+// a deeper message whole.
+const sdkMaxDepth = 1000
+
+// refusedKey marks an input schema that filterFrame replaced; its value
+// says why.
+const refusedKey = "x-harnessx-refused"
+
+// filterFrame returns the JSON-RPC message frame, or, when it nests deeper
+// than the SDK accepts and it is a tools/list result, the same message
+// with the schemas that nest too deep replaced by a mark that buildTools
+// turns into the reason their tools are skipped: one tool with a schema
+// nested thousands of levels deep must not fail the whole list.
+func filterFrame(frame []byte) []byte {
+	if jsonDepth(frame, sdkMaxDepth-1) < sdkMaxDepth-1 {
+		return frame
+	}
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(frame, &msg) != nil || msg["result"] == nil {
+		return frame
+	}
+	var res map[string]json.RawMessage
+	if json.Unmarshal(msg["result"], &res) != nil || res["tools"] == nil {
+		return frame
+	}
+	var tools []map[string]json.RawMessage
+	if json.Unmarshal(res["tools"], &tools) != nil {
+		return frame
+	}
+	mark, _ := json.Marshal(map[string]string{refusedKey: fmt.Sprintf("it nests more than %d levels", maxSchemaDepth)})
+	for _, t := range tools {
+		for k, v := range t {
+			if jsonDepth(v, maxSchemaDepth) > maxSchemaDepth {
+				if k == "inputSchema" {
+					t[k] = mark
+				} else {
+					delete(t, k)
+				}
+			}
+		}
+	}
+	var err error
+	if res["tools"], err = json.Marshal(tools); err != nil {
+		return frame
+	}
+	if msg["result"], err = json.Marshal(res); err != nil {
+		return frame
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return frame
+	}
+	return out
 }
 
 // logCall takes the call that the next log message to handle belongs to,
