@@ -37,15 +37,19 @@ type Transport struct {
 
 // String describes the transport, as /mcp and errors show it:
 // "stdio: mcp-files --root /srv" or "http: https://example.com/mcp",
-// with what looks like a secret redacted (a URL's password, ?api_key=…).
+// with what looks like a secret redacted (a URL's password, ?api_key=…),
+// cut after 256 bytes.
 // (The model's mcp_enable description names only the kind, "stdio" or
 // "http".)
 func (t Transport) String() string {
 	if t.target == "" {
 		return t.kind
 	}
-	return t.kind + ": " + redacted(t.target)
+	return t.kind + ": " + clip(redacted(t.target), maxTarget)
 }
+
+// maxTarget bounds the command line or URL that String shows.
+const maxTarget = 256
 
 // terminateAfter is how long closing a stdio server waits for it to exit
 // after its standard input closed, before it is sent SIGTERM (and, as
