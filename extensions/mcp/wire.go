@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -112,26 +113,63 @@ func (c *callInfo) waitNotes(ctx context.Context, d time.Duration) {
 	}
 }
 
-// sent sees a message the client writes, with the context it is written
-// with.
-func (s *server) sent(ctx context.Context, msg jsonrpc.Message) {
-	req, ok := msg.(*jsonrpc.Request)
-	if !ok || !req.IsCall() {
+// sent sees a request the client writes, with the context it is written
+// with: its method, and its ID ("" for a notification).
+func (s *server) sent(ctx context.Context, method, id string) {
+	if id == "" {
 		return
 	}
-	switch req.Method {
+	switch method {
 	case methodToolsCall:
 		if info, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
-			info.setID(fmt.Sprint(req.ID.Raw()))
+			info.setID(id)
 		}
 	case methodToolsList:
 		s.wmu.Lock()
 		if s.pendingLists == nil {
 			s.pendingLists = map[string]bool{}
 		}
-		s.pendingLists[fmt.Sprint(req.ID.Raw())] = true
+		s.pendingLists[id] = true
 		s.wmu.Unlock()
 	}
+}
+
+// idString is a JSON-RPC ID as spans and the adapter show it: 7, or abc
+// for "abc".
+func idString(id jsonrpc.ID) string {
+	switch v := id.Raw().(type) {
+	case nil:
+		return ""
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// requestHead decodes the method and the ID of a JSON-RPC request, without
+// the rest.
+func requestHead(data []byte) (method, id string, ok bool) {
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(data, &head) != nil || head.Method == "" {
+		return "", "", false
+	}
+	if len(head.ID) > 0 && head.ID[0] == '"' {
+		var s string
+		if json.Unmarshal(head.ID, &s) != nil {
+			return "", "", false
+		}
+		return head.Method, s, true
+	}
+	if string(head.ID) == "null" {
+		return head.Method, "", true
+	}
+	return head.Method, string(head.ID), true
 }
 
 // received sees a message the client read, and says whether the SDK gets
@@ -183,7 +221,7 @@ func (s *server) received(msg jsonrpc.Message) (keep bool) {
 			s.wmu.Unlock()
 			return true
 		}
-		id := fmt.Sprint(m.ID.Raw())
+		id := idString(m.ID)
 		pending := s.pendingLists[id]
 		delete(s.pendingLists, id)
 		s.wmu.Unlock()
@@ -287,7 +325,9 @@ func (c watchedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c watchedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	c.s.sent(ctx, msg)
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		c.s.sent(ctx, req.Method, idString(req.ID))
+	}
 	return c.Connection.Write(ctx, msg)
 }
 
@@ -304,11 +344,9 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 			data, err := io.ReadAll(body)
 			body.Close()
 			if err == nil {
-				if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-					t.s.sent(req.Context(), msg)
-					// The response to a call may be a stream of messages.
-					r, ok := msg.(*jsonrpc.Request)
-					watchResponse = ok && r.IsCall()
+				if method, id, ok := requestHead(data); ok && id != "" {
+					t.s.sent(req.Context(), method, id)
+					watchResponse = true // the response to a call may be a stream of messages
 				}
 			}
 		}
@@ -346,8 +384,10 @@ func (j *jsonTap) Read(p []byte) (int, error) {
 		}
 		if err == nil {
 			data = filterFrame(data)
-			if msg, derr := jsonrpc.DecodeMessage(data); derr == nil {
-				j.s.received(msg) // a response: kept
+			if j.s.listsPending() {
+				if msg, derr := jsonrpc.DecodeMessage(data); derr == nil {
+					j.s.received(msg) // a response: kept
+				}
 			}
 			err = io.EOF
 		}
@@ -374,7 +414,6 @@ type eventTap struct {
 	out     []byte // events ready for the SDK
 	tooLong bool   // the current event is too long to watch: passed as it is
 	err     error
-	buf     [4096]byte
 }
 
 func (e *eventTap) Read(p []byte) (int, error) {
@@ -388,8 +427,8 @@ func (e *eventTap) Read(p []byte) (int, error) {
 			}
 			return 0, e.err
 		}
-		n, err := e.ReadCloser.Read(e.buf[:])
-		e.feed(e.buf[:n])
+		n, err := e.ReadCloser.Read(p)
+		e.feed(p[:n])
 		e.err = err
 	}
 	n := copy(p, e.out)
