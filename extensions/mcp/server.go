@@ -198,6 +198,11 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		ResourceUpdatedHandler:      s.resourceUpdated,
 		Capabilities:                &sdk.ClientCapabilities{},
 	})
+	// What was watched on a previous connection is void.
+	s.wmu.Lock()
+	s.pendingLists, s.taskRequired, s.logQueue = nil, nil, nil
+	s.wmu.Unlock()
+	s.listChangedQueued.Store(false)
 	cs, err = client.Connect(cctx, s.watch(t), nil)
 	if err != nil {
 		return nil, s.connectError(ctx, cctx, err, tail)
@@ -221,7 +226,8 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 			logging = c.Logging != nil
 		}
 	}
-	s.logMeta = logging && s.protocol >= protocolStateless
+	logMeta := logging && s.protocol >= protocolStateless
+	s.logMeta = logMeta
 	s.mu.Unlock()
 	watching := s.ext.goBackground(func() {
 		_ = cs.Wait() // the server closed the connection, crashed, or we closed it
@@ -231,15 +237,19 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 			s.cs = nil
 		}
 		s.mu.Unlock()
-		if lost && tail != nil && !s.ext.isClosed() {
-			s.ext.log.Warn("mcp: the server's connection was lost", "server", s.name, "stderr", redacted(tail.String()))
+		if lost && !s.ext.isClosed() {
+			args := []any{"server", s.name}
+			if tail != nil {
+				args = append(args, "stderr", redacted(tail.String()))
+			}
+			s.ext.log.Warn("mcp: the server's connection was lost; the next call reconnects", args...)
 		}
 	})
 	if !watching { // Teardown ran meanwhile
 		s.drop(cs)
 		return nil, fmt.Errorf("mcp: server %q: the agent is closed", s.name)
 	}
-	if logging && !s.logMeta {
+	if logging && !logMeta {
 		// Protocols before 2026-07-28 send log messages only once the
 		// client set a level.
 		if err := cs.SetLoggingLevel(cctx, &sdk.SetLoggingLevelParams{Level: serverLogLevel}); err != nil {
@@ -304,7 +314,7 @@ func withStderr(err error, tail *tailBuffer) error {
 // refreshMu.
 func (s *server) listTools(ctx context.Context, cs *sdk.ClientSession) ([]*sdk.Tool, error) {
 	s.wmu.Lock()
-	s.taskRequired = nil
+	s.taskRequired, s.pendingLists = nil, nil
 	s.wmu.Unlock()
 	var list []*sdk.Tool
 	for t, err := range cs.Tools(ctx, nil) {
