@@ -93,8 +93,9 @@ func WithConnectTimeout(d time.Duration) Option {
 }
 
 // WithToolsChanged sets a function called, after the catalog was rebuilt,
-// each time a server's tool list was loaded: at its connection and after
-// each tools/list_changed notification it sent. tools are the harness
+// each time a server's tool list was loaded: at its connection and at each
+// reload after tools/list_changed notifications (one reload answers all
+// the notifications that came while it waited). tools are the harness
 // names ("server__tool") of the tools that were kept. It runs on the
 // extension's goroutines and must not block.
 func WithToolsChanged(fn func(server string, tools []string)) Option {

@@ -657,8 +657,11 @@ func (s *server) call(ctx context.Context, mcpName string, input json.RawMessage
 	}
 
 	params := &sdk.CallToolParams{Name: mcpName, Arguments: input}
-	carrier := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, carrier)
+	var carrier propagation.MapCarrier
+	if span.SpanContext().IsValid() {
+		carrier = propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, carrier)
+	}
 	if len(carrier) > 0 || logMeta {
 		params.Meta = sdk.Meta{}
 		for k, v := range carrier {

@@ -441,18 +441,20 @@ func (e *eventTap) Read(p []byte) (int, error) {
 
 func (e *eventTap) feed(b []byte) {
 	e.in = append(e.in, b...)
+	start := 0
 	for {
-		i := bytes.IndexByte(e.in, '\n')
+		i := bytes.IndexByte(e.in[start:], '\n')
 		if i < 0 {
-			if len(e.in) > maxWatchedMessageLength {
-				e.flushRaw()
-			}
 			break
 		}
-		e.line(e.in[:i+1])
-		e.in = e.in[i+1:]
+		e.line(e.in[start : start+i+1])
+		start += i + 1
 	}
-	e.in = append(e.in[:0:0], e.in...)
+	// Keep the unfinished line at the start of the buffer.
+	e.in = e.in[:copy(e.in, e.in[start:])]
+	if len(e.in) > maxWatchedMessageLength {
+		e.flushRaw()
+	}
 }
 
 // line takes one line of the stream, with its newline.
