@@ -366,23 +366,25 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // jsonTap reads the JSON-RPC message of a JSON response before the SDK
-// does, watches it and filters it (filterFrame).
+// does, watches it and filters it (filterFrame). A body longer than
+// maxWatchedMessageLength passes as it is.
 type jsonTap struct {
 	io.ReadCloser
 	s    *server
 	out  []byte
 	read bool
-	err  error
+	err  error // after out
 }
 
 func (j *jsonTap) Read(p []byte) (int, error) {
 	if !j.read {
 		j.read = true
 		data, err := io.ReadAll(io.LimitReader(j.ReadCloser, maxWatchedMessageLength+1))
-		if err == nil && len(data) > maxWatchedMessageLength {
-			err = fmt.Errorf("mcp: a JSON response of more than %d bytes", maxWatchedMessageLength)
-		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case len(data) > maxWatchedMessageLength:
+			// Too long to watch: the rest follows from the body.
+		default:
 			data = filterFrame(data)
 			if j.s.listsPending() {
 				if msg, derr := jsonrpc.DecodeMessage(data); derr == nil {
@@ -394,7 +396,10 @@ func (j *jsonTap) Read(p []byte) (int, error) {
 		j.out, j.err = data, err
 	}
 	if len(j.out) == 0 {
-		return 0, j.err
+		if j.err != nil {
+			return 0, j.err
+		}
+		return j.ReadCloser.Read(p)
 	}
 	n := copy(p, j.out)
 	j.out = j.out[n:]

@@ -113,3 +113,17 @@ func TestJSONDepth(t *testing.T) {
 		t.Errorf("capped depth %d, want 11", got)
 	}
 }
+
+// A JSON response passes through its tap unchanged, a long one too.
+func TestJSONTapPassesTheBody(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxWatchedMessageLength) + `"}]}}`,
+	} {
+		tap := &jsonTap{ReadCloser: io.NopCloser(iotest.HalfReader(strings.NewReader(body))), s: &server{}}
+		got, err := io.ReadAll(tap)
+		if err != nil || string(got) != body {
+			t.Errorf("%d bytes in, %d out, %v", len(body), len(got), err)
+		}
+	}
+}
