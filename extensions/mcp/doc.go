@@ -25,9 +25,10 @@
 // agent's environment (what the MCP SDKs for TypeScript and Python pass),
 // and the variables named with [Transport.PassEnv]; a CommandFunc command
 // that sets its own Env gets that. The last 64 KiB of its standard error
-// are kept: when it cannot be connected, or its connection is lost, the
-// error (the tool's result, which the flight recorder's journal keeps)
-// shows the last 4 KiB of them and the log all 64 KiB, redacted with
+// are kept: when it cannot be connected, or its connection is lost during
+// a call, the error (the tool's result, which the flight recorder's
+// journal keeps) shows the last 4 KiB of them, and the log all 64 KiB (the
+// log has them too when the connection is lost between calls), redacted with
 // the built-in rules of the tracing extension and the flight recorder (a
 // URL's password, an api_key=…, a bearer token). Errors that reach the
 // model are redacted the same way, and so are the command line or URL
@@ -35,8 +36,9 @@
 // model the ?api_key=… of a URL.
 //
 // Over streamable HTTP the adapter hears what the server sends outside a
-// call's response: tools/list_changed, log messages, resource updates, and
-// requests such as an elicitation. After the handshake every request
+// call's response: tools/list_changed, log messages and requests such as
+// an elicitation (resource updates, which it does not subscribe to, are
+// logged at debug level). After the handshake every request
 // carries Mcp-Protocol-Version; with a protocol before 2026-07-28 the
 // SDK's standalone GET stream is open, and is opened again (resuming from
 // the last event ID) when the server ends it; with 2026-07-28 the SDK
