@@ -176,8 +176,10 @@
 // result's _meta under [MetaDeclineReason], so the server can tell the
 // model. A server on an older protocol version sends an elicitation/create
 // request of its own instead, which carries nothing that ties it to a
-// call: the adapter asks it as the question of the server's running call
-// when exactly one is running, and declines it otherwise.
+// call. Over streamable HTTP, one that comes on the response stream of a
+// call is that call's question, however many run; otherwise the adapter
+// asks it as the question of the server's running call when exactly one
+// is running, and declines it when none or several are.
 //
 // # Sessions
 //

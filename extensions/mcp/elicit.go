@@ -36,11 +36,18 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	if info == nil {
 		// A server-initiated elicitation/create (protocol versions before
 		// 2026-07-28) arrives on its own request, not on the call's
-		// context: it belongs to the server's running call when there is
-		// exactly one.
-		var n int
-		info, n = s.runningCall()
-		if n != 1 {
+		// context. Over streamable HTTP, one that came on the response
+		// stream of a call is marked with the call; otherwise it belongs
+		// to the server's running call when there is exactly one.
+		n := 1
+		if token, ok := p.Meta[metaCall].(string); ok {
+			info = s.callByToken(token)
+			delete(p.Meta, metaCall)
+		}
+		if info == nil {
+			info, n = s.runningCall()
+		}
+		if info == nil || n != 1 {
 			return s.decline(fmt.Sprintf("mcp: server %q asked for input (%q) while %d of its tool calls were running; the agent cannot tell which call asks", s.name, clip(p.Message, 200), n)), nil
 		}
 		var cancel context.CancelFunc

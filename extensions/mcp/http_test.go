@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -279,4 +280,63 @@ func addTool(srv *sdk.Server, name string) {
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: name}}}, nil
 		})
+}
+
+// Over streamable HTTP, a server on protocol 2025-11-25 asks with
+// elicitation/create requests of its own during two concurrent calls:
+// each comes on its call's response stream, so each is asked as the
+// question of its call, and each answer goes to its call.
+func TestStreamableHTTPConcurrentElicitations(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "asker", Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	sdk.AddTool(srv, &sdk.Tool{Name: "ask", Description: "Ask whether to go on.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct {
+			Job string `json:"job"`
+		}) (*sdk.CallToolResult, any, error) {
+			arrived.Done()
+			arrived.Wait() // both calls run when they ask
+			er, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "Go on with " + in.Job + "?"})
+			if err != nil {
+				return nil, nil, err
+			}
+			reason, _ := er.Meta[mcp.MetaDeclineReason].(string)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Job + ": " + er.Action + " " + reason}}}, nil, nil
+		})
+	url, _ := httpServer(t, srv, nil)
+	runner := harnesstest.NewStepRunner()
+	for id, yes := range map[string]bool{"r1/tool/2/c2/ask/1": true, "r1/tool/2/c3/ask/1": false} {
+		runner.SetAnswer(id, harness.Answer{ID: id, Kind: harness.AskConfirm, Confirmed: yes})
+	}
+	p := harnesstest.NewScriptedProvider(
+		enable("c1", "srv"),
+		harnesstest.Response{ToolCalls: []harness.ToolCall{
+			harnesstest.Call("c2", "srv__ask", map[string]string{"job": "backup"}),
+			harnesstest.Call("c3", "srv__ask", map[string]string{"job": "purge"}),
+		}},
+		harnesstest.Reply("done"),
+	)
+	a := newAgent(t, p, mcp.New(mcp.WithServer("srv", mcp.StreamableHTTP(url)), mcp.WithCallTimeout(10*time.Second)),
+		harness.WithStepRunner(runner))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := a.Run(harness.ContextWithRunID(ctx, "r1"), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := results(r)
+	if got := res["c2"]; got == nil || got.Content != "backup: accept " {
+		t.Errorf("c2: %+v", got)
+	}
+	if got := res["c3"]; got == nil || got.Content != "purge: decline " {
+		t.Errorf("c3: %+v", got)
+	}
+	var prompts []string
+	for _, ask := range runner.Asks() {
+		prompts = append(prompts, ask.ID+" "+ask.Prompt)
+	}
+	slices.Sort(prompts)
+	if want := []string{"r1/tool/2/c2/ask/1 [MCP server srv] Go on with backup?", "r1/tool/2/c3/ask/1 [MCP server srv] Go on with purge?"}; !slices.Equal(prompts, want) {
+		t.Errorf("asks %q, want %q", prompts, want)
+	}
 }

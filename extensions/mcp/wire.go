@@ -38,6 +38,7 @@ const (
 	methodProgress          = "notifications/progress"
 	methodLog               = "notifications/message"
 	methodListChanged       = "notifications/tools/list_changed"
+	methodElicit            = "elicitation/create"
 	maxLogQueue             = 4096
 	progressDrainTimeout    = time.Second
 	maxWatchedMessageLength = 16 << 20
@@ -358,7 +359,8 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "text/event-stream":
-		resp.Body = &eventTap{ReadCloser: resp.Body, s: t.s}
+		call, _ := req.Context().Value(callInfoKey{}).(*callInfo)
+		resp.Body = &eventTap{ReadCloser: resp.Body, s: t.s, call: call}
 	case "application/json":
 		resp.Body = &jsonTap{ReadCloser: resp.Body, s: t.s}
 	}
@@ -413,6 +415,7 @@ func (j *jsonTap) Read(p []byte) (int, error) {
 type eventTap struct {
 	io.ReadCloser
 	s       *server
+	call    *callInfo // the tools/call whose response this is, if it is one
 	in      []byte // read, not yet split into lines
 	event   []byte // the current event's lines other than data, as read
 	data    []byte // the current event's data
@@ -487,6 +490,9 @@ func (e *eventTap) dispatch(end []byte) {
 	data, keep := e.data, true
 	if len(data) > 0 && !e.tooLong {
 		data = filterFrame(data)
+		if e.call != nil && bytes.Contains(data, []byte(methodElicit)) {
+			data = markCall(data, e.call.token)
+		}
 		if bytes.Contains(data, []byte(methodProgress)) || bytes.Contains(data, []byte(methodLog)) ||
 			bytes.Contains(data, []byte(methodListChanged)) || e.s.listsPending() {
 			if msg, err := jsonrpc.DecodeMessage(data); err == nil {
@@ -518,6 +524,48 @@ func (e *eventTap) flushRaw() {
 	}
 	e.out = append(e.out, e.in...)
 	e.event, e.data, e.in, e.tooLong = e.event[:0], e.data[:0], e.in[:0], false
+}
+
+// metaCall is the _meta key under which the HTTP tap marks an
+// elicitation/create request that came on the response stream of a call
+// with the call's progress token, so that elicit knows the call it belongs
+// to even when several run.
+const metaCall = "io.harnessx/call"
+
+// markCall returns the message data with metaCall set to token in its
+// params' _meta, when it is an elicitation/create request.
+func markCall(data []byte, token string) []byte {
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return data
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != methodElicit {
+		return data
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil {
+		return data
+	}
+	var meta map[string]any
+	if raw := params["_meta"]; raw != nil && json.Unmarshal(raw, &meta) != nil {
+		return data
+	}
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[metaCall] = token
+	var err1, err2 error
+	params["_meta"], err1 = json.Marshal(meta)
+	req.Params, err2 = json.Marshal(params)
+	if err1 != nil || err2 != nil {
+		return data
+	}
+	out, err := jsonrpc.EncodeMessage(req)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 // sdkMaxDepth is how deep the SDK lets a JSON-RPC message nest: it refuses
