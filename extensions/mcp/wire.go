@@ -416,11 +416,11 @@ type eventTap struct {
 	io.ReadCloser
 	s       *server
 	call    *callInfo // the tools/call whose response this is, if it is one
-	in      []byte // read, not yet split into lines
-	event   []byte // the current event's lines other than data, as read
-	data    []byte // the current event's data
-	out     []byte // events ready for the SDK
-	tooLong bool   // the current event is too long to watch: passed as it is
+	in      []byte    // read, not yet split into lines
+	event   []byte    // the current event's lines other than data, as read
+	data    []byte    // the current event's data
+	out     []byte    // events ready for the SDK
+	tooLong bool      // the current event is too long to watch: passed as it is
 	err     error
 }
 
