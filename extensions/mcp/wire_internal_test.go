@@ -2,9 +2,13 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 )
@@ -125,5 +129,38 @@ func TestJSONTapPassesTheBody(t *testing.T) {
 		if err != nil || string(got) != body {
 			t.Errorf("%d bytes in, %d out, %v", len(body), len(got), err)
 		}
+	}
+}
+
+// However many tools/list_changed notifications come, and however fast,
+// one reload goroutine runs at a time.
+func TestListChangedCoalesces(t *testing.T) {
+	e := &Extension{}
+	e.bg, e.stop = context.WithCancel(context.Background())
+	defer e.stop()
+	s := &server{ext: e, name: "srv"} // not connected: a reload does nothing
+	base := runtime.NumGoroutine()
+	var most atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 25_000 {
+				s.listChanged()
+				if n := int64(runtime.NumGoroutine()); n > most.Load() {
+					most.Store(n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e.stop()
+	e.wg.Wait()
+	if extra := most.Load() - int64(base) - 4; extra > 1 {
+		t.Errorf("%d goroutines besides the callers during 100,000 notifications, want at most 1", extra)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reloading {
+		t.Errorf("a reload is still marked running")
 	}
 }
