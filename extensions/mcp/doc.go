@@ -21,6 +21,31 @@
 // is closed by Agent.Close. A connection that is lost (a crashed process) is
 // opened again by the next call.
 //
+// A stdio server gets only HOME, LOGNAME, PATH, SHELL, TERM and USER of the
+// agent's environment (what the MCP SDKs for TypeScript and Python pass),
+// and the variables named with [Transport.PassEnv]; a CommandFunc command
+// that sets its own Env gets that. The last 64 KiB of its standard error
+// are kept: when it cannot be connected, or its connection is lost during
+// a call, the error (the tool's result, which the flight recorder's
+// journal keeps) shows the last 4 KiB of them, and the log all 64 KiB (the
+// log has them too when the connection is lost between calls), redacted with
+// the built-in rules of the tracing extension and the flight recorder (a
+// URL's password, an api_key=…, a bearer token). Errors that reach the
+// model are redacted the same way, and so are the command line or URL
+// that errors, logs and /mcp show: a failed connection never shows the
+// model the ?api_key=… of a URL.
+//
+// Over streamable HTTP the adapter hears what the server sends outside a
+// call's response: tools/list_changed, log messages and requests such as
+// an elicitation (resource updates, which it does not subscribe to, are
+// logged at debug level). After the handshake every request
+// carries Mcp-Protocol-Version; with a protocol before 2026-07-28 the
+// SDK's standalone GET stream is open, and is opened again (resuming from
+// the last event ID) when the server ends it; with 2026-07-28 the SDK
+// listens with subscriptions/listen. (The adapter reads the JSON-RPC IDs,
+// progress notifications and raw tool lists it needs from the HTTP
+// requests, so it never wraps the SDK's HTTP connection.)
+//
 // # Deferred tools behind mcp_enable
 //
 // The model is offered one tool of the extension, mcp_enable, whose
@@ -34,9 +59,21 @@
 //
 // A server's tool t is named "server__t" (characters other than letters,
 // digits, '_' and '-' become '_'; at most 64 bytes). Its description and
-// input schema are the server's, unchanged. A tool whose input schema is
-// not a valid JSON schema of type "object" is skipped: the log, the
-// mcp_enable result and /mcp name it and say why, and the other tools work.
+// input schema are the server's, the description cut after 8 KiB. A tool
+// is skipped, and the log, the mcp_enable result and /mcp name it and say
+// why, while the other tools work, when:
+//
+//   - its input schema is not a valid JSON schema of type "object", or
+//     nests more than 64 levels (a schema nested deeper than the SDK reads,
+//     1,000 levels, would fail the whole tools/list: over stdio and HTTP
+//     the adapter replaces it before the SDK reads the list);
+//   - its name is empty or longer than 128 bytes (a long name is shown cut);
+//   - it requires task augmentation (execution.taskSupport "required"),
+//     which the adapter does not support;
+//   - its name is another's once sanitized.
+//
+// When the server has resources, a tool "server__read_resource" reads one
+// by its URI: a tool result's resource links name it.
 //
 // The server's tool annotations set the harness tool's policy:
 //
@@ -57,24 +94,41 @@
 // notifications/tools/list_changed the adapter reloads its list and calls
 // RefreshTools, so new tools appear (activated when the server is enabled)
 // and removed ones disappear. [WithToolsChanged] reports each loaded list.
+// One reload runs at a time, 50 ms after the notification that wants it,
+// and one more at most is wanted meanwhile, however many notifications
+// come: while one waits in the SDK's queue the others are dropped (over
+// stdio and HTTP before the SDK decodes them), and a list that did not
+// change costs no rebuild of the catalog.
 //
 // # Calls and results
 //
 // A call runs tools/call with the model's arguments. The text of the
 // result's content is what the model reads (other content is described in
-// brackets; with no content, the structured content's JSON). A result with
-// isError becomes an error result with the server's text. A call that the
-// server does not answer within [WithCallTimeout] (default 60 s) is
-// cancelled and the model gets an error result saying so; a connection lost
-// during the call gives an error result saying that the server closed it;
-// either way the run goes on. Large results are for the spill extension,
-// which applies to every tool result.
+// brackets, a resource link with the read_resource tool that reads it;
+// with no content, the structured content's JSON). A result with isError
+// becomes an error result with the server's text. A call that the server
+// does not answer within [WithCallTimeout] (default 60 s; the time a user
+// takes to answer the server's elicitation does not count) is cancelled
+// and the model gets an error result saying so; a connection lost during
+// the call gives an error result saying that the server closed it (with
+// the end of a stdio server's standard error); either way the run goes
+// on. Large results are for the spill extension, which applies to every
+// tool result.
 //
 // Each call carries a progress token; the server's progress notifications
 // for it are published with harness.Update as the call's live metadata
 // ([MetaProgress], [MetaProgressTotal], [MetaProgressMessage]), which
 // EventToolUpdate hooks see and the tracing extension records as span
-// events.
+// events. A call returns only once the notifications read before its
+// response were published, so the last update is not lost.
+//
+// The adapter asks servers that log for messages of level info and up. A
+// log message that comes while exactly one call of the server runs is
+// published as that call's live metadata ([MetaLogLevel], [MetaLogLogger],
+// [MetaLogData]: an EventToolUpdate, and a span event with the tracing
+// extension); every log message is logged through the agent's logger at
+// the matching level, at most 5 per 10 s and server (the next says how many
+// were suppressed), its data cut after 4 KiB and redacted.
 //
 // # The /mcp command
 //
@@ -95,9 +149,9 @@
 // network.transport (pipe for stdio, tcp for HTTP) and, when the call
 // fails, error.type: tool_error for an isError result, timeout, cancelled,
 // connection_closed, connect_error, the JSON-RPC error code, or _OTHER.
-// (The tracing extension sets error.type again when the execute_tool span
-// ends, from the call's harness.ToolStatus, so on that span an error
-// result reads error.type=error; the MCP attributes stay.)
+// The class is also the error result's harness.ToolResult.ErrorType, which
+// the tracing extension sets as error.type when the execute_tool span ends.
+// A read_resource call has mcp.method.name=resources/read.
 // The trace context of the call is sent to the server in params._meta as
 // W3C traceparent (and tracestate), so that a traced server continues the
 // trace.
@@ -106,20 +160,26 @@
 //
 // A server may ask for user input during a call (elicitation; with protocol
 // 2026-07-28, a multi-round-trip input request that the SDK fulfils). The
-// adapter asks with harness.AskUser: with a durable runtime (a step runner
-// that implements harness.Asker) the question is parked and its answer
-// stored, so a call rerun after a crash gets the same answer. A request
-// without fields, or with one boolean field, is a confirm question; one
-// field with an enum a select; one string or number field an input; several
-// fields an input answered with a JSON object. When the question cannot be
-// asked — no durable runtime, a tool that is not replay safe (AskUser's
-// rule), an answer that does not fit — the adapter declines the
-// elicitation, logs why and puts the reason in the result's _meta under
-// [MetaDeclineReason], so the server can tell the model. A server on an
-// older protocol version sends an elicitation/create request of its own
-// instead, which carries nothing that ties it to a call: the adapter asks
-// it as the question of the server's running call when exactly one is
-// running, and declines it otherwise.
+// adapter asks with harness.AskUser, in the call's context, whatever the
+// transport: with a durable runtime (a step runner that implements
+// harness.Asker) the question is parked and its answer stored, so a call
+// rerun after a crash gets the same answer; without one, AskUser reaches
+// whatever answers questions outside durable runs, when the harness has
+// one. A request without fields, or with one boolean field, is a confirm
+// question; one field with an enum a select; one string or number field an
+// input; several fields an input answered with a JSON object. The call
+// timeout is paused while the question waits. When the question cannot be
+// asked — AskUser fails with harness.ErrAskUnsupported (nothing can
+// answer) or harness.ErrAskNotReplaySafe (AskUser's rule for durable runs),
+// an answer does not fit — the adapter declines the elicitation, logs why
+// (at most 5 times per 10 s and server) and puts the reason in the
+// result's _meta under [MetaDeclineReason], so the server can tell the
+// model. A server on an older protocol version sends an elicitation/create
+// request of its own instead, which carries nothing that ties it to a
+// call. Over streamable HTTP, one that comes on the response stream of a
+// call is that call's question, however many run; otherwise the adapter
+// asks it as the question of the server's running call when exactly one
+// is running, and declines it when none or several are.
 //
 // # Sessions
 //

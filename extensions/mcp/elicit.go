@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/harnessx/harnessx/harness"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,22 +32,37 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	if err != nil {
 		return s.decline(fmt.Sprintf("mcp: server %q asked for input the agent cannot ask for: %v", s.name, err)), nil
 	}
-	if harness.ExecutionKey(ctx) == "" {
+	info, _ := ctx.Value(callInfoKey{}).(*callInfo)
+	if info == nil {
 		// A server-initiated elicitation/create (protocol versions before
 		// 2026-07-28) arrives on its own request, not on the call's
-		// context: it belongs to the server's running call when there is
-		// exactly one.
-		call, n := s.runningCall()
-		if n != 1 {
-			return s.decline(fmt.Sprintf("mcp: server %q asked for input (%q) while %d of its tool calls were running; the agent cannot tell which call asks", s.name, p.Message, n)), nil
+		// context. Over streamable HTTP, one that came on the response
+		// stream of a call is marked with the call; otherwise it belongs
+		// to the server's running call when there is exactly one.
+		n := 1
+		if token, ok := p.Meta[metaCall].(string); ok {
+			info = s.callByToken(token)
+			delete(p.Meta, metaCall)
+		}
+		if info == nil {
+			info, n = s.runningCall()
+		}
+		if info == nil || n != 1 {
+			return s.decline(fmt.Sprintf("mcp: server %q asked for input (%q) while %d of its tool calls were running; the agent cannot tell which call asks", s.name, clip(p.Message, 200), n)), nil
 		}
 		var cancel context.CancelFunc
-		ctx, cancel = withCancelOf(call, ctx)
+		ctx, cancel = withCancelOf(info.ctx, ctx)
 		defer cancel()
+	}
+	// The time the user takes to answer does not count against the call
+	// timeout.
+	if info.timer != nil {
+		info.timer.pause()
+		defer info.timer.resume()
 	}
 	ans, err := harness.AskUser(ctx, q.ask)
 	if err != nil {
-		return s.decline(fmt.Sprintf("mcp: server %q asked for input (%q) and the agent cannot ask the user: %v", s.name, p.Message, err)), nil
+		return s.decline(fmt.Sprintf("mcp: server %q asked for input (%q) and the agent cannot ask the user: %v", s.name, clip(p.Message, 200), err)), nil
 	}
 	content, ok, why := q.answer(ans)
 	if !ok {
@@ -66,8 +82,18 @@ func withCancelOf(call, req context.Context) (context.Context, context.CancelFun
 	return ctx, func() { stop(); cancel() }
 }
 
+// decline declines an elicitation and logs why: at most logBurst times per
+// logWindow and server, so that a server that floods the agent with
+// elicitations does not flood the log.
 func (s *server) decline(reason string) *sdk.ElicitResult {
-	s.ext.log.Warn("mcp: elicitation declined", "server", s.name, "reason", reason)
+	reason = redacted(reason)
+	if ok, suppressed := s.elicitLog.allow(time.Now()); ok {
+		args := []any{"server", s.name, "reason", reason}
+		if suppressed > 0 {
+			args = append(args, "suppressed", suppressed)
+		}
+		s.ext.log.Warn("mcp: elicitation declined", args...)
+	}
 	return &sdk.ElicitResult{Action: "decline", Meta: sdk.Meta{MetaDeclineReason: reason}}
 }
 
@@ -87,7 +113,7 @@ type elicitation struct {
 //   - one string, number or integer field: input;
 //   - several fields: input, answered with a JSON object.
 func question(server string, p *sdk.ElicitParams) (elicitation, error) {
-	prompt := fmt.Sprintf("[MCP server %s] %s", server, p.Message)
+	prompt := fmt.Sprintf("[MCP server %s] %s", server, clip(p.Message, maxDescription))
 	if p.Mode == "url" || p.URL != "" {
 		return elicitation{
 			ask: harness.AskRequest{Kind: harness.AskConfirm, Prompt: prompt + "\nOpen " + p.URL + " and confirm when done."},

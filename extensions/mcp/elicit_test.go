@@ -151,3 +151,43 @@ func TestElicitationFromUnsafeToolDeclined(t *testing.T) {
 		t.Errorf("the runner was asked: %+v", asks)
 	}
 }
+
+// slowAsker is a durable runtime whose user takes a while to answer.
+type slowAsker struct {
+	*harnesstest.StepRunner
+	delay time.Duration
+}
+
+func (r slowAsker) Ask(ctx context.Context, s *harness.Step, req harness.AskRequest) (harness.Answer, error) {
+	select {
+	case <-time.After(r.delay):
+	case <-ctx.Done():
+		return harness.Answer{}, ctx.Err()
+	}
+	return r.StepRunner.Ask(ctx, s, req)
+}
+
+// The time the user takes to answer an elicitation does not count against
+// the call timeout: a person is slower than a server.
+func TestElicitationAnswerOutlastsCallTimeout(t *testing.T) {
+	for _, c := range []struct{ tool, protocol string }{{"files__deploy", ""}, {"files__deploy_legacy", "2025-11-25"}} {
+		t.Run(c.tool, func(t *testing.T) {
+			runner := harnesstest.NewStepRunner()
+			const id = "r1/tool/2/c2/ask/1"
+			runner.SetAnswer(id, harness.Answer{ID: id, Kind: harness.AskConfirm, Confirmed: true})
+			a := newAgent(t, deployScriptOf(c.tool), mcp.New(
+				mcp.WithServer("files", memServer(t, testserver.New(testserver.Options{Protocol: c.protocol}))),
+				mcp.WithCallTimeout(300*time.Millisecond),
+			), harness.WithStepRunner(slowAsker{runner, 800 * time.Millisecond}))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r, err := a.Run(harness.ContextWithRunID(ctx, "r1"), "deploy")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := results(r)["c2"]; got == nil || got.IsError || got.Content != "deployed to prod" {
+				t.Errorf("result %+v", got)
+			}
+		})
+	}
+}

@@ -48,7 +48,11 @@ func TestMain(m *testing.M) {
 
 // memServer runs srv in-process: each connection the extension opens gets
 // a fresh pair of in-memory transports, the server side connected first.
-func memServer(t *testing.T, srv *sdk.Server) mcp.Transport {
+func memServer(t *testing.T, srv *sdk.Server) mcp.Transport { return memServerWith(t, srv, nil) }
+
+// memServerWith is memServer with the server's side of each connection
+// wrapped by wrap (nil: not wrapped).
+func memServerWith(t *testing.T, srv *sdk.Server, wrap func(sdk.Transport) sdk.Transport) mcp.Transport {
 	var mu sync.Mutex
 	var sessions []*sdk.ServerSession
 	t.Cleanup(func() {
@@ -61,7 +65,11 @@ func memServer(t *testing.T, srv *sdk.Server) mcp.Transport {
 	})
 	return mcp.SDKTransport("memory", "", func(ctx context.Context) (sdk.Transport, error) {
 		ct, st := sdk.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, st, nil)
+		var server sdk.Transport = st
+		if wrap != nil {
+			server = wrap(st)
+		}
+		ss, err := srv.Connect(ctx, server, nil)
 		if err != nil {
 			return nil, err
 		}

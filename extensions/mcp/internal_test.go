@@ -34,7 +34,7 @@ func TestBuildToolsSkips(t *testing.T) {
 		{Name: "none"}, // no schema
 		{Name: "re", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"p": map[string]any{"type": "string", "pattern": "("}}}},
 		{Name: "ok", Title: "Titled", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}},
-	})
+	}, nil, false)
 	if len(tools) != 2 || tools[0].Name != "srv__a_b" || tools[1].Name != "srv__ok" || entries[1].description != "Titled" {
 		t.Fatalf("tools %v, entries %+v", tools, entries)
 	}

@@ -93,8 +93,9 @@ func WithConnectTimeout(d time.Duration) Option {
 }
 
 // WithToolsChanged sets a function called, after the catalog was rebuilt,
-// each time a server's tool list was loaded: at its connection and after
-// each tools/list_changed notification it sent. tools are the harness
+// each time a server's tool list was loaded: at its connection and at each
+// reload after tools/list_changed notifications (one reload answers all
+// the notifications that came while it waited). tools are the harness
 // names ("server__tool") of the tools that were kept. It runs on the
 // extension's goroutines and must not block.
 func WithToolsChanged(fn func(server string, tools []string)) Option {
@@ -162,7 +163,7 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 			return fmt.Errorf("%w: name %q: want 1 to 32 letters, digits, '_' or '-', beginning with a letter, without %q", ErrInvalidServer, sc.name, Separator)
 		case e.byName[sc.name] != nil:
 			return fmt.Errorf("%w: %q is given twice", ErrInvalidServer, sc.name)
-		case sc.tr.connect == nil:
+		case sc.tr.connect == nil && sc.tr.newCmd == nil:
 			return fmt.Errorf("%w: %q has no transport (use Command, StreamableHTTP or SDKTransport)", ErrInvalidServer, sc.name)
 		}
 		s := &server{ext: e, name: sc.name, tr: sc.tr}
@@ -261,7 +262,7 @@ func (e *Extension) enable(ctx context.Context, name string) (string, error) {
 		fmt.Fprintf(&b, "\n- %s: %s", en.name, oneLine(en.description))
 	}
 	for _, sk := range st.skipped {
-		fmt.Fprintf(&b, "\nSkipped %s: %s", sk.name, sk.reason)
+		fmt.Fprintf(&b, "\nSkipped %s: %s", shortName(sk.name), sk.reason)
 	}
 	if st.instructions != "" {
 		fmt.Fprintf(&b, "\nServer instructions: %s", st.instructions)
@@ -325,7 +326,7 @@ func (e *Extension) runCommand(ctx context.Context, args string) (harness.Comman
 			fmt.Fprintf(&b, "\n  %s [%s]: %s", en.name, en.traits(), oneLine(en.description))
 		}
 		for _, sk := range st.skipped {
-			fmt.Fprintf(&b, "\n  skipped %s: %s", sk.name, sk.reason)
+			fmt.Fprintf(&b, "\n  skipped %s: %s", shortName(sk.name), sk.reason)
 		}
 	}
 	return harness.CommandResult{Output: b.String()}, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -48,11 +49,17 @@ func TestStdioCrashMidCall(t *testing.T) {
 // server, and returns the ended spans.
 func tracedRun(t *testing.T, tr mcp.Transport, calls ...harnesstest.Response) (*harness.RunResult, []sdktrace.ReadOnlySpan) {
 	t.Helper()
+	return tracedRunWith(t, tr, nil, calls...)
+}
+
+// tracedRunWith is tracedRun with options for the extension.
+func tracedRunWith(t *testing.T, tr mcp.Transport, opts []mcp.Option, calls ...harnesstest.Response) (*harness.RunResult, []sdktrace.ReadOnlySpan) {
+	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	p := harnesstest.NewScriptedProvider(append(append([]harnesstest.Response{enable("c1", "srv")}, calls...), harnesstest.Reply("done"))...)
-	a := newAgent(t, p, mcp.New(mcp.WithServer("srv", tr)), harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+	a := newAgent(t, p, mcp.New(append([]mcp.Option{mcp.WithServer("srv", tr)}, opts...)...), harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
 	r := run(t, a, "go")
 	return r, rec.Ended()
 }
@@ -169,5 +176,88 @@ func TestStreamableHTTP(t *testing.T) {
 	a := attrs(toolSpan(t, spans, "srv__echo"))
 	if a["network.transport"] != "tcp" || a["mcp.session.id"] == "" || a["mcp.method.name"] != "tools/call" {
 		t.Errorf("span attributes %v", a)
+	}
+}
+
+// A stdio server gets HOME, LOGNAME, PATH, SHELL, TERM and USER of the
+// agent's environment and the variables named with PassEnv, not the rest
+// (the agent's API keys).
+func TestStdioEnvironment(t *testing.T) {
+	t.Setenv("HARNESSX_TEST_API_KEY", "sk-not-for-servers")
+	t.Setenv("HARNESSX_TEST_PASSED", "passed-on")
+	t.Setenv("PATH", os.Getenv("PATH"))
+	r, _ := tracedRun(t, mcp.Command(serverBin).PassEnv("HARNESSX_TEST_PASSED", "HARNESSX_TEST_UNSET"),
+		harnesstest.CallTool("c2", "srv__env", map[string]any{}))
+	got := results(r)["c2"]
+	if got == nil || got.IsError {
+		t.Fatalf("env: %+v", got)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(got.Content, "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	if env["HARNESSX_TEST_PASSED"] != "passed-on" || env["PATH"] != os.Getenv("PATH") {
+		t.Errorf("the server lacks PATH or the passed variable: %v", env)
+	}
+	for k := range env {
+		if !slices.Contains([]string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "HARNESSX_TEST_PASSED"}, k) {
+			t.Errorf("the server got %s", k)
+		}
+	}
+}
+
+// A stdio server that dies at start: the error the model reads, and the
+// log, show the end of its standard error, redacted.
+func TestStdioStderrShown(t *testing.T) {
+	script := `echo "loading config" >&2
+i=0; while [ $i -lt 3000 ]; do echo "noise line $i of the start-up chatter" >&2; i=$((i+1)); done
+echo "fatal: cannot reach https://admin:hunter2@db.internal/ with api_key=abcdef0123456789" >&2
+exit 1`
+	var logs logBuffer
+	p := harnesstest.NewScriptedProvider(enable("c1", "dying"), harnesstest.Reply("it died"))
+	a := newAgent(t, p, mcp.New(mcp.WithServer("dying", mcp.Command("sh", "-c", script))), harness.WithLogger(newLogger(&logs)))
+	r := run(t, a, "go")
+	got := results(r)["c1"]
+	if got == nil || !got.IsError {
+		t.Fatalf("mcp_enable: %+v", got)
+	}
+	mustContain(t, "error", got.Content, `mcp: server "dying" (stdio: sh -c`, "the end of its standard error (", "fatal: cannot reach https://admin:", "noise line 2999")
+	if strings.Contains(got.Content, "noise line 0 ") || len(got.Content) > 6000 {
+		t.Errorf("the error shows %d bytes, from the start of the standard error", len(got.Content))
+	}
+	log := logs.String()
+	mustContain(t, "log", log, "mcp: cannot connect a server", "fatal: cannot reach", "noise line 2999")
+	for what, text := range map[string]string{"error": got.Content, "log": log} {
+		for _, secret := range []string{"hunter2", "abcdef0123456789"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s shows %s", what, secret)
+			}
+		}
+	}
+	// The log keeps the last 64 KiB, not all 100 KB.
+	if strings.Contains(log, "noise line 10 of") || strings.Contains(log, "loading config\n") || !strings.Contains(log, "noise line 2000 of") {
+		t.Errorf("the log does not keep the last 64 KiB of the standard error")
+	}
+}
+
+// A failed connection's error does not show the URL's secrets to the model,
+// nor does /mcp.
+func TestConnectErrorRedacted(t *testing.T) {
+	url := "http://user:hunter2@127.0.0.1:1/mcp?api_key=supersecret123"
+	p := harnesstest.NewScriptedProvider(enable("c1", "web"), harnesstest.Reply("no luck"))
+	a := newAgent(t, p, mcp.New(mcp.WithServer("web", mcp.StreamableHTTP(url))))
+	r := run(t, a, "go")
+	got := results(r)["c1"]
+	if got == nil || !got.IsError || !strings.Contains(got.Content, `mcp: server "web" (http: http://user:`) {
+		t.Fatalf("mcp_enable: %+v", got)
+	}
+	list := run(t, a, "/mcp").Text
+	for what, text := range map[string]string{"error": got.Content, "/mcp": list, "model request": fmt.Sprint(p.Requests())} {
+		for _, secret := range []string{"hunter2", "supersecret123"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s shows %s: %s", what, secret, text)
+			}
+		}
 	}
 }

@@ -19,7 +19,8 @@ import (
 // Options select the tools that are not always there.
 type Options struct {
 	// Crash adds the tool "crash", which exits the process in the middle
-	// of the call. Only for a server run as a subprocess.
+	// of the call, and "env", which returns the process's environment.
+	// Only for a server run as a subprocess.
 	Crash bool
 	// Protocol, when set, is the only protocol version the server speaks
 	// (an older one makes it ask for input with elicitation/create
@@ -59,6 +60,12 @@ type none struct{}
 const BrokenSchema = `{"type":"object","properties":{"q":{"type":42}}}`
 
 func yes() *bool { return new(true) }
+
+// The resource the tool "link" links to, and its text.
+const (
+	NotesURI  = "notes://today"
+	NotesText = "Buy milk. Call the plumber."
+)
 
 // New returns the server.
 func New(opts Options) *mcp.Server {
@@ -145,11 +152,46 @@ func New(opts Options) *mcp.Server {
 			}
 			return text("finished"), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress_fast", Description: "Report progress three times and answer at once.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ none) (*mcp.CallToolResult, any, error) {
+			token := req.Params.GetProgressToken()
+			for i := range 3 {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: token, Progress: float64(i + 1), Total: 3, Message: fmt.Sprintf("step %d", i+1),
+				}); err != nil {
+					return nil, nil, err
+				}
+			}
+			return text("fast"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Log a message to the client during the call.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "worker", Data: in.Text}); err != nil {
+				return nil, nil, err
+			}
+			return text("logged"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "link", Description: "Answer with a link to a resource.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{Name: "today", URI: NotesURI}}}, nil, nil
+		})
+	s.AddResource(&mcp.Resource{Name: "today", URI: NotesURI, MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: NotesText}}}, nil
+		})
 	if opts.Crash {
 		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server in the middle of the call."},
 			func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
 				os.Exit(3)
 				return nil, nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "The server's environment, one variable a line.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+			func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+				return text(strings.Join(os.Environ(), "\n")), nil, nil
 			})
 	}
 	return s
