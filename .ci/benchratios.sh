@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Prints the performance ratios the project tracks, by CPU time per
+# operation over interleaved rounds of prebuilt test binaries (and, with
+# --instructions, by instruction counts under valgrind's callgrind):
+#
+#   BenchmarkRun / BenchmarkFloor                         (harness)
+#   (TracedRun - UntracedRun) / OTelFloor                 (extensions/tracing)
+#   FullStack spills-0 and spills-2000 / traced-only      (extensions/flight)
+#
+# CPU time per op is (CPU(N2) - CPU(N1)) / (N2 - N1): the process's user +
+# system time at two -test.benchtime counts, so that start-up and set-up
+# cancel out. Each round runs every benchmark once; the medians of the
+# per-round values and of the per-round ratios are printed. See
+# docs/benchmarking.md.
+#
+# Usage: .ci/benchratios.sh [--rounds R] [--instructions]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rounds=5
+instructions=0
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--rounds) rounds="$2"; shift 2 ;;
+	--instructions) instructions=1; shift ;;
+	*) echo "usage: $0 [--rounds R] [--instructions]" >&2; exit 2 ;;
+	esac
+done
+
+bin="$(mktemp -d)"
+trap 'rm -rf "$bin"' EXIT
+echo "building test binaries" >&2
+go test -c -o "$bin/harness.test" ./harness
+go test -c -o "$bin/tracing.test" ./extensions/tracing
+go test -c -o "$bin/flight.test" ./extensions/flight
+
+# name binary benchmark N1 N2
+benches=(
+	"run harness BenchmarkRun\$ 50000 250000"
+	"floor harness BenchmarkFloor\$ 50000 250000"
+	"untraced tracing BenchmarkUntracedRun\$ 10000 50000"
+	"traced tracing BenchmarkTracedRun\$ 5000 25000"
+	"otelfloor tracing BenchmarkOTelFloor\$ 5000 25000"
+	"fs-traced flight BenchmarkFullStack\$/traced-only\$ 2000 10000"
+	"fs-spills0 flight BenchmarkFullStack\$/spills-0\$ 2000 10000"
+	"fs-spills2000 flight BenchmarkFullStack\$/spills-2000\$ 2000 10000"
+)
+
+# cpu BIN BENCH N: user+sys seconds of one run (GOMAXPROCS=1: one
+# goroutine's work, not the scheduler's spinning on idle cores)
+cpu() {
+	local out
+	out="$({ GOMAXPROCS=1 /usr/bin/time -f "%U %S" "$bin/$1.test" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" >/dev/null; } 2>&1 | tail -1)"
+	awk '{print $1 + $2}' <<<"$out"
+}
+
+# per-op value (µs) of one benchmark, from two counts
+perop() {
+	local a b
+	a="$(cpu "$2" "$3" "$4")"
+	b="$(cpu "$2" "$3" "$5")"
+	awk -v a="$a" -v b="$b" -v n1="$4" -v n2="$5" 'BEGIN { printf "%.3f", (b - a) / (n2 - n1) * 1e6 }'
+}
+
+# instructions per op from callgrind at two counts
+instr() {
+	local a b f
+	f="$(mktemp)"
+	GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$f" \
+		"$bin/$2.test" -test.run '^$' -test.bench "$3" -test.benchtime "${4}x" >/dev/null 2>"$f.log"
+	a="$(awk '/^summary:/ {print $2}' "$f")"
+	GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$f" \
+		"$bin/$2.test" -test.run '^$' -test.bench "$3" -test.benchtime "${5}x" >/dev/null 2>"$f.log"
+	b="$(awk '/^summary:/ {print $2}' "$f")"
+	rm -f "$f" "$f.log"
+	awk -v a="$a" -v b="$b" -v n1="$4" -v n2="$5" 'BEGIN { printf "%.0f", (b - a) / (n2 - n1) }'
+}
+
+declare -A vals
+for r in $(seq "$rounds"); do
+	echo "round $r of $rounds" >&2
+	for spec in "${benches[@]}"; do
+		read -r name b bench n1 n2 <<<"$spec"
+		vals[$name]+="$(perop "$name" "$b" "$bench" "$n1" "$n2") "
+	done
+done
+
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# ratios NUM DEN [SUB]: per-round (NUM - SUB) / DEN
+ratios() {
+	local -a n d s
+	read -ra n <<<"${vals[$1]}"
+	read -ra d <<<"${vals[$2]}"
+	if [[ -n "${3:-}" ]]; then read -ra s <<<"${vals[$3]}"; fi
+	for i in "${!n[@]}"; do
+		awk -v n="${n[$i]}" -v d="${d[$i]}" -v s="${s[$i]:-0}" 'BEGIN { printf "%.3f ", (n - s) / d }'
+	done
+}
+
+echo "CPU time per op (µs), medians of $rounds interleaved rounds:"
+for spec in "${benches[@]}"; do
+	read -r name _ <<<"$spec"
+	printf "  %-14s %s\n" "$name" "$(median <<<"${vals[$name]}")"
+done
+echo "ratios (median of the per-round ratios):"
+printf "  %-44s %s   (target <= 2.5)\n" "BenchmarkRun / BenchmarkFloor" "$(ratios run floor | median)"
+printf "  %-44s %s   (target <= 0.9)\n" "(TracedRun - UntracedRun) / OTelFloor" "$(ratios traced otelfloor untraced | median)"
+printf "  %-44s %s   (target <= 1.3)\n" "FullStack spills-0 / traced-only" "$(ratios fs-spills0 fs-traced | median)"
+printf "  %-44s %s   (target <= 1.3)\n" "FullStack spills-2000 / traced-only" "$(ratios fs-spills2000 fs-traced | median)"
+
+if [[ "$instructions" == 1 ]]; then
+	echo "instructions per op (callgrind, two counts):"
+	declare -A ins
+	for spec in "${benches[@]}"; do
+		read -r name b bench n1 n2 <<<"$spec"
+		# callgrind runs about 50 times slower: fewer iterations.
+		ins[$name]="$(instr "$name" "$b" "$bench" "$((n1 / 10))" "$((n2 / 10))")"
+		printf "  %-14s %s\n" "$name" "${ins[$name]}"
+	done
+	awk -v r="${ins[run]}" -v f="${ins[floor]}" -v t="${ins[traced]}" -v u="${ins[untraced]}" -v o="${ins[otelfloor]}" \
+		-v s0="${ins[fs-spills0]}" -v s2="${ins[fs-spills2000]}" -v ft="${ins[fs-traced]}" 'BEGIN {
+		printf "  Run / Floor %.3f; (Traced - Untraced) / OTelFloor %.3f; FullStack spills-0 / traced %.3f, spills-2000 / traced %.3f\n",
+			r / f, (t - u) / o, s0 / ft, s2 / ft }'
+fi
