@@ -45,6 +45,7 @@ type server struct {
 	entries      []toolEntry
 	skipped      []skippedTool
 	inflight     map[*callInfo]context.Context // running calls, for elicitations outside them
+	auth         *oauthHandler                 // set at the first connection of a server WithOAuth (oauth.go)
 }
 
 // toolEntry describes one tool of a server for listings.
@@ -159,6 +160,9 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	defer stop()
 
 	t, err := s.tr.connect(cctx)
+	if err == nil {
+		t, err = s.withOAuth(t)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mcp: server %q (%s): %w", s.name, s.tr, err)
 	}

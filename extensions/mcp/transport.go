@@ -24,6 +24,7 @@ type Transport struct {
 	target  string // the command line or URL, for listings
 	network string // the network.transport attribute: "pipe", "tcp" or ""
 	connect func(ctx context.Context) (sdk.Transport, error)
+	oauth   *OAuth // from WithOAuth (oauth.go)
 }
 
 // String describes the transport, as /mcp and errors show it:
@@ -85,7 +86,7 @@ func StreamableHTTP(url string) Transport { return StreamableHTTPClient(url, nil
 func StreamableHTTPClient(url string, client *http.Client) Transport {
 	return Transport{
 		kind:    "http",
-		target:  url,
+		target:  redactURL(url), // a URL may carry a credential
 		network: "tcp",
 		connect: func(context.Context) (sdk.Transport, error) {
 			return &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: client}, nil
