@@ -643,3 +643,51 @@ func redactURL(u string) string {
 	p.Fragment = ""
 	return p.String()
 }
+
+// urlSecrets returns the parts of a URL that may be credentials: the
+// password and the query values (of 4 bytes or more, so that short flags
+// such as "1" are not taken for secrets).
+func urlSecrets(u string) []string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return nil
+	}
+	var s []string
+	if pw, ok := p.User.Password(); ok && pw != "" {
+		s = append(s, pw)
+	}
+	for _, vs := range p.Query() {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				s = append(s, v, url.QueryEscape(v))
+			}
+		}
+	}
+	return s
+}
+
+// redactedError is an error whose message had credentials removed; it
+// wraps the original, so errors.Is and errors.As still see it.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactErr returns err without the credentials of t's URL in its
+// message (the SDK's and net/http's errors quote the request URL).
+func (t Transport) redactErr(err error) error {
+	if err == nil || len(t.secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	for _, s := range t.secrets {
+		msg = strings.ReplaceAll(msg, s, "REDACTED")
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}

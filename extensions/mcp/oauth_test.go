@@ -436,3 +436,23 @@ func TestURLCredentialsNotListed(t *testing.T) {
 		t.Errorf("String() = %q", s)
 	}
 }
+
+// TestURLCredentialsNotInConnectErrors: a server that cannot be reached
+// fails mcp_enable with an error that does not show the URL's credentials.
+func TestURLCredentialsNotInConnectErrors(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // nothing listens there now
+	tr := mcp.StreamableHTTP("http://user:pw-secret@" + srv.Listener.Addr().String() + "/mcp?api_key=key-secret")
+	p := harnesstest.NewScriptedProvider(enable("c1", "web"), harnesstest.Reply("done"))
+	var logs logBuffer
+	a := newAgent(t, p, mcp.New(mcp.WithServer("web", tr)), harness.WithLogger(newLogger(&logs)))
+	got := results(run(t, a, "go"))["c1"]
+	if got == nil || !got.IsError {
+		t.Fatalf("mcp_enable: %+v, want an error", got)
+	}
+	for _, w := range []string{got.Content, logs.String()} {
+		if strings.Contains(w, "pw-secret") || strings.Contains(w, "key-secret") {
+			t.Errorf("a URL credential leaked: %s", w)
+		}
+	}
+}

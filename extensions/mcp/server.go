@@ -213,6 +213,7 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 }
 
 func (s *server) connectError(ctx, cctx context.Context, err error) error {
+	err = s.tr.redactErr(err)
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("mcp: server %q (%s): connect: %w", s.name, s.tr, ctx.Err())
@@ -460,6 +461,7 @@ func (e toolError) ErrorType() string { return errorTypeToolError }
 // error.type. A lost connection is dropped, so that the next call
 // reconnects.
 func (s *server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, tool string, err error) (string, error) {
+	err = s.tr.redactErr(err)
 	var werr *jsonrpc.Error
 	switch {
 	case ctx.Err() != nil:

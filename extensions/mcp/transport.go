@@ -24,7 +24,8 @@ type Transport struct {
 	target  string // the command line or URL, for listings
 	network string // the network.transport attribute: "pipe", "tcp" or ""
 	connect func(ctx context.Context) (sdk.Transport, error)
-	oauth   *OAuth // from WithOAuth (oauth.go)
+	oauth   *OAuth   // from WithOAuth (oauth.go)
+	secrets []string // credentials in the URL, kept out of errors (oauth.go)
 }
 
 // String describes the transport, as /mcp and errors show it:
@@ -87,6 +88,7 @@ func StreamableHTTPClient(url string, client *http.Client) Transport {
 	return Transport{
 		kind:    "http",
 		target:  redactURL(url), // a URL may carry a credential
+		secrets: urlSecrets(url),
 		network: "tcp",
 		connect: func(context.Context) (sdk.Transport, error) {
 			return &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: client}, nil
