@@ -21,6 +21,41 @@
 // is closed by Agent.Close. A connection that is lost (a crashed process) is
 // opened again by the next call.
 //
+// # Authorization (OAuth)
+//
+// A streamable HTTP server that wants OAuth gets it with
+// [Transport.WithOAuth]:
+//
+//	mcp.WithServer("web", mcp.StreamableHTTP("https://example.com/mcp").WithOAuth(mcp.OAuth{}))
+//
+// When the server answers 401 (or 403 insufficient_scope), the adapter
+// runs the authorization-code flow of the SDK's auth package: it finds the
+// authorization server from the server's protected-resource metadata,
+// registers a client (a client ID metadata document when
+// [OAuth].ClientIDMetadataURL is set and the server takes it, else a
+// preregistered [OAuth].ClientID, else dynamic client registration),
+// listens on 127.0.0.1 (a random port unless [OAuth].RedirectPort is set)
+// for the redirect, hands the authorization URL to [OAuth].Prompt, and
+// exchanges the code, with PKCE, for a token; the refused request is then
+// sent again. The default prompt, [BrowserPrompt] on standard error (the
+// only thing the package prints), writes the URL and opens it in a browser
+// when there is one (open, or xdg-open with a display); a CLI or web app
+// passes its own. The person must finish within the connect timeout
+// ([WithConnectTimeout], default 30 s) — raise it for interactive logins.
+//
+// Tokens live in the agent's storage (harness.ExtensionContext.Storage,
+// namespace "mcp", key "oauth/<server>"): the file store under the state
+// directory (files readable by their owner only), or the durable runtime's
+// database when the agent uses it. So another agent with the same storage
+// uses the token without asking again. A token is refreshed with its
+// refresh token when it expires, or when the server refuses it; a refused
+// refresh starts a new authorization. An agent without storage keeps
+// tokens in memory. Tokens and client secrets never reach the model, the
+// log, spans or the session: errors from the authorization server are
+// reduced to their OAuth error code and description, and listings and
+// errors show an HTTP server's URL without user information and with its
+// query values replaced.
+//
 // # Deferred tools behind mcp_enable
 //
 // The model is offered one tool of the extension, mcp_enable, whose
