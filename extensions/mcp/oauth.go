@@ -234,7 +234,9 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 			drain(resp)
 			return nil
 		}
-		if g.forceRefresh(ctx) == nil {
+		// A token that a refresh forced by a 401 gave, refused in turn,
+		// needs a new authorization, not another refresh.
+		if !g.wasForced(sent) && g.forceRefresh(ctx) == nil {
 			h.log.Info("mcp: OAuth token refreshed after the server refused it", "server", h.server)
 			drain(resp)
 			return nil
@@ -453,9 +455,10 @@ type grantSource struct {
 	conf *oauth2.Config
 	rctx context.Context // carries the HTTP client for refreshes
 
-	mu    sync.Mutex
-	inner oauth2.TokenSource
-	tok   *oauth2.Token // the last token, as stored
+	mu     sync.Mutex
+	inner  oauth2.TokenSource
+	tok    *oauth2.Token // the last token, as stored
+	forced string        // the access token of the last forced refresh
 }
 
 func (h *oauthHandler) newGrant(rctx context.Context, c *oauth2.Config, tok *oauth2.Token) *grantSource {
@@ -510,6 +513,7 @@ func (g *grantSource) forceRefresh(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	g.tok = tok
+	g.forced = tok.AccessToken
 	g.inner = g.conf.TokenSource(g.rctx, tok)
 	g.mu.Unlock()
 	g.save(ctx)
@@ -525,6 +529,14 @@ func (g *grantSource) refreshFailed(err error) error {
 	g.h.log.Info("mcp: the authorization server refused to refresh the OAuth token; authorizing again", "server", g.h.server, "error", re.ErrorCode)
 	g.h.forget(g)
 	return &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "the refresh was refused: " + boundText(re.ErrorCode)}
+}
+
+// wasForced reports whether the Authorization header sent carried the
+// token of the last forced refresh.
+func (g *grantSource) wasForced(sent string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.forced != "" && sent == "Bearer "+g.forced
 }
 
 func (g *grantSource) lastToken() string {

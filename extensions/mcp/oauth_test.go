@@ -41,6 +41,7 @@ type authServer struct {
 	access        map[string]bool // valid access tokens
 	refresh       map[string]string
 	expiresIn     int
+	refuseRefresh bool // tokens from refresh grants are not valid
 	secrets       []string // every token and client secret issued
 	registrations int
 	authorizes    int
@@ -173,7 +174,7 @@ func newAuthServer(t *testing.T) *authServer {
 			return
 		}
 		at, rt := a.issueLocked("at-"), a.issueLocked("rt-")
-		a.access[at] = true
+		a.access[at] = !(a.refuseRefresh && r.FormValue("grant_type") == "refresh_token")
 		a.refresh[rt] = id
 		writeJSON(w, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": a.expiresIn, "refresh_token": rt})
 	})
@@ -455,4 +456,38 @@ func TestURLCredentialsNotInConnectErrors(t *testing.T) {
 			t.Errorf("a URL credential leaked: %s", w)
 		}
 	}
+}
+
+// TestOAuthRefreshedTokenRefused: when the server refuses the token that
+// a refresh forced by its 401 gave, the adapter authorizes again rather
+// than refreshing once more. (The SDK's connect sends server/discover
+// first, refused after the refresh, then initialize, which authorizes.)
+func TestOAuthRefreshedTokenRefused(t *testing.T) {
+	as := newAuthServer(t)
+	store := harnesstest.NewMemoryStorage()
+	b := &browser{}
+	tr := mcp.StreamableHTTP(as.url).WithOAuth(mcp.OAuth{Prompt: b.prompt})
+	p := harnesstest.NewScriptedProvider(enable("c1", "web"), harnesstest.Reply("done"))
+	a := newAgent(t, p, mcp.New(mcp.WithServer("web", tr)), harness.WithStorage(store))
+	if got := results(run(t, a, "go"))["c1"]; got == nil || got.IsError {
+		t.Fatalf("first agent: %+v", got)
+	}
+	a.Close(context.Background())
+
+	as.mu.Lock()
+	clear(as.access)
+	as.refuseRefresh = true
+	as.mu.Unlock()
+	p = harnesstest.NewScriptedProvider(enable("c1", "web"), harnesstest.CallTool("c2", "web__whoami", map[string]any{}), harnesstest.Reply("done"))
+	a = newAgent(t, p, mcp.New(mcp.WithServer("web", tr)), harness.WithStorage(store))
+	res := results(run(t, a, "go"))
+	for _, id := range []string{"c1", "c2"} {
+		if got := res[id]; got == nil || got.IsError {
+			t.Errorf("%s: %+v, want a success after a new authorization", id, got)
+		}
+	}
+	if c := as.counts(); c.refreshes != 1 || c.authorizes != 2 || b.count() != 2 {
+		t.Errorf("%+v and %d prompts, want 1 refresh, 2 authorizations, 2 prompts", c, b.count())
+	}
+	a.Close(context.Background())
 }
