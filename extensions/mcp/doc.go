@@ -52,9 +52,10 @@
 // refresh starts a new authorization. An agent without storage keeps
 // tokens in memory. Tokens and client secrets never reach the model, the
 // log, spans or the session: errors from the authorization server are
-// reduced to their OAuth error code and description, and listings and
-// errors show an HTTP server's URL without user information and with its
-// query values replaced.
+// reduced to their OAuth error code and description. Whether OAuth is on
+// or not, /mcp shows an HTTP server's URL without its user information
+// and with its query values replaced, and connect and call errors leave
+// out its password and query values (of 4 bytes or more).
 //
 // # Deferred tools behind mcp_enable
 //

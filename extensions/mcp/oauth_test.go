@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/harnessx/harnessx/extensions/mcp"
 	"github.com/harnessx/harnessx/extensions/tracing"
@@ -41,7 +42,7 @@ type authServer struct {
 	access        map[string]bool // valid access tokens
 	refresh       map[string]string
 	expiresIn     int
-	refuseRefresh bool // tokens from refresh grants are not valid
+	refuseRefresh bool     // tokens from refresh grants are not valid
 	secrets       []string // every token and client secret issued
 	registrations int
 	authorizes    int
@@ -490,4 +491,26 @@ func TestOAuthRefreshedTokenRefused(t *testing.T) {
 		t.Errorf("%+v and %d prompts, want 1 refresh, 2 authorizations, 2 prompts", c, b.count())
 	}
 	a.Close(context.Background())
+}
+
+// An HTTP server that wants OAuth: the first refused request runs the
+// authorization; the token is kept in the agent's storage (here the file
+// store under the state directory) for the next agents.
+func ExampleTransport_WithOAuth() {
+	ext := mcp.New(
+		mcp.WithServer("notes", mcp.StreamableHTTP("https://notes.example.com/mcp").WithOAuth(mcp.OAuth{
+			// Show the URL in the app instead of printing it on stderr.
+			Prompt: func(ctx context.Context, server, authURL string) error {
+				fmt.Printf("Sign in to %s: %s\n", server, authURL)
+				return nil
+			},
+		})),
+		// A person logs in: give the connection time.
+		mcp.WithConnectTimeout(5*time.Minute),
+	)
+	_, _ = harness.New(
+		harness.WithProvider(harnesstest.NewScriptedProvider()),
+		harness.WithStateDir(".harnessx"),
+		harness.WithExtensions(ext),
+	)
 }
