@@ -44,6 +44,11 @@ import (
 // are "conf__<tool>".
 const serverName = "conf"
 
+// runTimeout bounds a scenario's run: the suite gives a client 30 s and
+// then waits for it to exit, so a client that hangs past that only makes
+// the suite slower. A scenario takes a few seconds.
+const runTimeout = 25 * time.Second
+
 func main() {
 	if err := run(os.Args[1:], os.Getenv("MCP_CONFORMANCE_SCENARIO"), os.Getenv("MCP_CONFORMANCE_CONTEXT")); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
@@ -94,7 +99,7 @@ func run(args []string, scenario, rawCtx string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	defer a.Close(context.WithoutCancel(ctx))
 	res, err := a.Run(ctx, "run the conformance scenario "+scenario)
