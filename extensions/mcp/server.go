@@ -52,7 +52,8 @@ type server struct {
 	signature    string            // what the stored tools were built from (see signature)
 	entries      []toolEntry
 	skipped      []skippedTool
-	inflight     map[string]*callInfo // running calls by progress token
+	inflight     map[string]*callInfo // running calls by progress token (each keeps its context, for elicitations)
+	auth         *oauthHandler        // set at the first connection of a server WithOAuth (oauth.go)
 	// At most one reload of the tool list runs, and one more is wanted
 	// when a tools/list_changed came during it, however many came.
 	reloading, reloadWanted bool
@@ -184,8 +185,13 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	defer stop()
 
 	t, tail, err := s.tr.open(cctx)
+	if err == nil {
+		// Before watch: the OAuth handler's requests to the authorization
+		// server go through the user's client, not the watched one.
+		t, err = s.withOAuth(t)
+	}
 	if err != nil {
-		return nil, redactError(fmt.Errorf("mcp: server %q (%s): %w", s.name, s.tr, err))
+		return nil, redactError(fmt.Errorf("mcp: server %q (%s): %w", s.name, s.tr, s.tr.redactErr(err)))
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "harnessx", Version: "1"}, &sdk.ClientOptions{
 		ElicitationHandler: s.elicit,
@@ -277,6 +283,7 @@ const serverLogLevel = "info"
 // of a stdio server's standard error, all redacted. The log gets the whole
 // tail that was kept.
 func (s *server) connectError(ctx, cctx context.Context, err error, tail *tailBuffer) error {
+	err = s.tr.redactErr(err)
 	switch {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("mcp: server %q (%s): connect: %w", s.name, s.tr, ctx.Err())
@@ -733,6 +740,7 @@ func (e *callError) ErrorType() string { return e.typ }
 // error.type. A lost connection is dropped, so that the next call
 // reconnects.
 func (s *server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, tool string, err error) *callError {
+	err = s.tr.redactErr(err)
 	var werr *jsonrpc.Error
 	tool = shortName(tool)
 	switch {
