@@ -42,8 +42,9 @@ type authServer struct {
 	access        map[string]bool // valid access tokens
 	refresh       map[string]string
 	expiresIn     int
-	refuseRefresh bool     // tokens from refresh grants are not valid
-	secrets       []string // every token and client secret issued
+	refuseRefresh bool       // tokens from refresh grants are not valid
+	posts         []postSeen // the authorized POSTs to the MCP endpoint
+	secrets       []string   // every token and client secret issued
 	registrations int
 	authorizes    int
 	exchanges     int
@@ -64,6 +65,16 @@ func newAuthServer(t *testing.T) *authServer {
 	mcpSrv := sdk.NewServer(&sdk.Implementation{Name: "protected", Version: "1"}, nil)
 	sdk.AddTool(mcpSrv, &sdk.Tool{Name: "whoami", Description: "says who you are"},
 		func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			// Notifications during the call, which the adapter's HTTP
+			// watch must see behind OAuth too.
+			if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+				ProgressToken: req.Params.GetProgressToken(), Progress: 1, Total: 2, Message: "checking the badge",
+			}); err != nil {
+				return nil, nil, err
+			}
+			if err := req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "warning", Logger: "guard", Data: "badge checked"}); err != nil {
+				return nil, nil, err
+			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "you are authorized"}}}, nil, nil
 		})
 	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return mcpSrv }, nil)
@@ -74,6 +85,12 @@ func newAuthServer(t *testing.T) *authServer {
 		a.mu.Lock()
 		valid := ok && a.access[tok]
 		a.mu.Unlock()
+		if valid && r.Method == http.MethodPost {
+			ps := postSeen{r.Header.Get("Mcp-Protocol-Version"), bodyMethod(r)}
+			a.mu.Lock()
+			a.posts = append(a.posts, ps)
+			a.mu.Unlock()
+		}
 		if !valid {
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, a.srv.URL))
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -265,7 +282,9 @@ func (b *browser) count() int {
 // the stored token without asking; a third, whose token the server no
 // longer takes, refreshes it (and refreshes again when the new token
 // expires at once). No token or client secret reaches the spans, the
-// logs, the model or the saved session.
+// logs, the model or the saved session. Behind OAuth the adapter's HTTP
+// watch still works: each call's span has its jsonrpc.request.id and the
+// server's progress and log messages as events.
 func TestOAuth(t *testing.T) {
 	as := newAuthServer(t)
 	store := harnesstest.NewMemoryStorage()
@@ -354,6 +373,52 @@ func TestOAuth(t *testing.T) {
 	secrets := as.allSecrets()
 	if last := lastWithPrefix(secrets, "at-"); stored["access_token"] != last {
 		t.Errorf("stored access token is not the last one issued")
+	}
+
+	// Each agent's call has its request ID, and the server's progress and
+	// log message during it, on its span.
+	var calls int
+	for _, s := range exp.GetSpans() {
+		if s.Name != "execute_tool web__whoami" {
+			continue
+		}
+		calls++
+		var id string
+		for _, kv := range s.Attributes {
+			if kv.Key == "jsonrpc.request.id" {
+				id = kv.Value.Emit()
+			}
+		}
+		var progress, logged bool
+		for _, ev := range s.Events {
+			for _, kv := range ev.Attributes {
+				switch {
+				case kv.Key == tracing.KeyToolUpdatePrefix+mcp.MetaProgressMessage && kv.Value.AsString() == "checking the badge":
+					progress = true
+				case kv.Key == tracing.KeyToolUpdatePrefix+mcp.MetaLogData && kv.Value.AsString() == "badge checked":
+					logged = true
+				}
+			}
+		}
+		if id == "" || !progress || !logged {
+			t.Errorf("whoami span: jsonrpc.request.id %q, progress event %v, log event %v; events %v", id, progress, logged, s.Events)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("%d whoami spans, want 3", calls)
+	}
+	// The SDK's connection is not hidden behind a wrapper: requests after
+	// the handshake carry Mcp-Protocol-Version.
+	as.mu.Lock()
+	var calledWith []string
+	for _, ps := range as.posts {
+		if ps.method == "tools/call" {
+			calledWith = append(calledWith, ps.protocol)
+		}
+	}
+	as.mu.Unlock()
+	if len(calledWith) != 3 || slices.Contains(calledWith, "") {
+		t.Errorf("the Mcp-Protocol-Version of the authorized tools/call requests: %q, want 3 set", calledWith)
 	}
 
 	// Nothing secret leaks.
