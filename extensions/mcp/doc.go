@@ -33,7 +33,11 @@
 // URL's password, an api_key=…, a bearer token). Errors that reach the
 // model are redacted the same way, and so are the command line or URL
 // that errors, logs and /mcp show: a failed connection never shows the
-// model the ?api_key=… of a URL.
+// model the ?api_key=… of a URL. An HTTP server's URL goes further, whether
+// OAuth is on or not: /mcp and errors show it without its user information
+// and with its query values replaced, and connect and call errors leave out
+// its password and query values (of 4 bytes or more) wherever the SDK or
+// net/http quote it.
 //
 // Over streamable HTTP the adapter hears what the server sends outside a
 // call's response: tools/list_changed, log messages and requests such as
@@ -44,7 +48,45 @@
 // the last event ID) when the server ends it; with 2026-07-28 the SDK
 // listens with subscriptions/listen. (The adapter reads the JSON-RPC IDs,
 // progress notifications and raw tool lists it needs from the HTTP
-// requests, so it never wraps the SDK's HTTP connection.)
+// requests, so it never wraps the SDK's HTTP connection. It watches them
+// beneath the SDK, on the transport of the server's http.Client, so a
+// server behind OAuth is watched the same way, its refused requests and
+// their retries included.)
+//
+// # Authorization (OAuth)
+//
+// A streamable HTTP server that wants OAuth gets it with
+// [Transport.WithOAuth]:
+//
+//	mcp.WithServer("web", mcp.StreamableHTTP("https://example.com/mcp").WithOAuth(mcp.OAuth{}))
+//
+// When the server answers 401 (or 403 insufficient_scope), the adapter
+// runs the authorization-code flow of the SDK's auth package: it finds the
+// authorization server from the server's protected-resource metadata,
+// registers a client (a client ID metadata document when
+// [OAuth].ClientIDMetadataURL is set and the server takes it, else a
+// preregistered [OAuth].ClientID, else dynamic client registration),
+// listens on 127.0.0.1 (a random port unless [OAuth].RedirectPort is set)
+// for the redirect, hands the authorization URL to [OAuth].Prompt, and
+// exchanges the code, with PKCE, for a token; the refused request is then
+// sent again. The default prompt, [BrowserPrompt] on standard error (the
+// only thing the package prints), writes the URL and opens it in a browser
+// when there is one (open, or xdg-open with a display); a CLI or web app
+// passes its own. The person must finish within the connect timeout
+// ([WithConnectTimeout], default 30 s) — raise it for interactive logins.
+//
+// Tokens live in the agent's storage (harness.ExtensionContext.Storage,
+// namespace "mcp", key "oauth/<server>"): the file store under the state
+// directory (files readable by their owner only), or the durable runtime's
+// database when the agent uses it. So another agent with the same storage
+// uses the token without asking again. A token is refreshed with its
+// refresh token when it expires, or when the server refuses it; a refused
+// refresh starts a new authorization. An agent without storage keeps
+// tokens in memory. Tokens and client secrets never reach the model, the
+// log, spans or the session: errors from the authorization server are
+// reduced to their OAuth error code and description. The requests to the
+// authorization server go through [OAuth].HTTPClient, or else the
+// transport's client, and are not watched.
 //
 // # Deferred tools behind mcp_enable
 //

@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -153,4 +155,27 @@ func FuzzCheckSchema(f *testing.F) {
 		}
 		a.Close(context.Background())
 	})
+}
+
+// An error that quotes an HTTP server's URL loses the URL's credentials
+// (Transport.redactErr) and what the built-in rules find (redactError),
+// however they are applied one after the other, and still unwraps to the
+// original error.
+func TestRedactErrURLAndRules(t *testing.T) {
+	tr := StreamableHTTP("http://user:pw-hunter2@127.0.0.1:1/mcp?token=tok-abcdef")
+	orig := errors.New(`Post "http://user:pw-hunter2@127.0.0.1:1/mcp?token=tok-abcdef": EOF; api_key=sk-visible-123`)
+	for name, err := range map[string]error{
+		"redactErr then redactError": redactError(tr.redactErr(orig)),
+		"wrapped in between":         redactError(fmt.Errorf("connect: %w", tr.redactErr(orig))),
+		"twice":                      redactError(redactError(tr.redactErr(orig))),
+	} {
+		for _, secret := range []string{"pw-hunter2", "tok-abcdef", "sk-visible-123"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("%s: %q shows %s", name, err, secret)
+			}
+		}
+		if !errors.Is(err, orig) {
+			t.Errorf("%s: does not unwrap to the original error", name)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -73,13 +72,18 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redactError returns err with a redacted message.
+// redactError returns err with a redacted message. An error that is
+// already a redactedError (such as one whose URL credentials
+// Transport.redactErr removed) gets the rules applied to its message, and
+// still unwraps to the original.
 func redactError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var re *redactedError
-	if errors.As(err, &re) && re == err {
+	if re, ok := err.(*redactedError); ok {
+		if msg := redacted(re.msg); msg != re.msg {
+			return &redactedError{msg: msg, err: re.err}
+		}
 		return err
 	}
 	return &redactedError{msg: redacted(err.Error()), err: err}

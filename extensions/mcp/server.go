@@ -52,7 +52,8 @@ type server struct {
 	signature    string            // what the stored tools were built from (see signature)
 	entries      []toolEntry
 	skipped      []skippedTool
-	inflight     map[string]*callInfo // running calls by progress token
+	inflight     map[string]*callInfo // running calls by progress token (each keeps its context, for elicitations)
+	auth         *oauthHandler        // set at the first connection of a server WithOAuth (oauth.go)
 	// At most one reload of the tool list runs, and one more is wanted
 	// when a tools/list_changed came during it, however many came.
 	reloading, reloadWanted bool
@@ -184,8 +185,13 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	defer stop()
 
 	t, tail, err := s.tr.open(cctx)
+	if err == nil {
+		// Before watch: the OAuth handler's requests to the authorization
+		// server go through the user's client, not the watched one.
+		t, err = s.withOAuth(t)
+	}
 	if err != nil {
-		return nil, redactError(fmt.Errorf("mcp: server %q (%s): %w", s.name, s.tr, err))
+		return nil, s.redactErr(fmt.Errorf("mcp: server %q (%s): %w", s.name, s.tr, err))
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "harnessx", Version: "1"}, &sdk.ClientOptions{
 		ElicitationHandler: s.elicit,
@@ -253,7 +259,7 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		// Protocols before 2026-07-28 send log messages only once the
 		// client set a level.
 		if err := cs.SetLoggingLevel(cctx, &sdk.SetLoggingLevelParams{Level: serverLogLevel}); err != nil {
-			s.ext.log.Debug("mcp: logging/setLevel failed", "server", s.name, "error", redactError(err))
+			s.ext.log.Debug("mcp: logging/setLevel failed", "server", s.name, "error", s.redactErr(err))
 		}
 	}
 	list, err := s.listTools(cctx, cs)
@@ -277,6 +283,7 @@ const serverLogLevel = "info"
 // of a stdio server's standard error, all redacted. The log gets the whole
 // tail that was kept.
 func (s *server) connectError(ctx, cctx context.Context, err error, tail *tailBuffer) error {
+	err = s.tr.redactErr(err)
 	switch {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("mcp: server %q (%s): connect: %w", s.name, s.tr, ctx.Err())
@@ -437,7 +444,7 @@ func (s *server) reload() {
 	defer cancel()
 	list, err := s.listTools(ctx, cs)
 	if err != nil {
-		s.ext.log.Warn("mcp: reloading the tool list after tools/list_changed failed", "server", s.name, "error", redactError(err))
+		s.ext.log.Warn("mcp: reloading the tool list after tools/list_changed failed", "server", s.name, "error", s.redactErr(err))
 		return
 	}
 	s.setTools(list)
@@ -733,6 +740,7 @@ func (e *callError) ErrorType() string { return e.typ }
 // error.type. A lost connection is dropped, so that the next call
 // reconnects.
 func (s *server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, tool string, err error) *callError {
+	err = s.tr.redactErr(err)
 	var werr *jsonrpc.Error
 	tool = shortName(tool)
 	switch {
@@ -741,7 +749,7 @@ func (s *server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, too
 	case errors.Is(context.Cause(cctx), errCallTimeout):
 		return &callError{errorTypeTimeout, fmt.Errorf("mcp: server %q did not answer tools/call %s within %v; the call was cancelled", s.name, tool, s.ext.cfg.callTimeout)}
 	case errors.As(err, &werr):
-		return &callError{strconv.FormatInt(werr.Code, 10), redactError(fmt.Errorf("mcp: server %q refused tools/call %s: %s (JSON-RPC error %d)", s.name, tool, clip(werr.Message, maxDescription), werr.Code))}
+		return &callError{strconv.FormatInt(werr.Code, 10), s.redactErr(fmt.Errorf("mcp: server %q refused tools/call %s: %s (JSON-RPC error %d)", s.name, tool, clip(werr.Message, maxDescription), werr.Code))}
 	case errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		s.mu.Lock()
 		tail := s.stderr
@@ -754,6 +762,11 @@ func (s *server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, too
 	}
 	return &callError{"_OTHER", redactError(fmt.Errorf("mcp: server %q: tools/call %s: %w", s.name, tool, err))}
 }
+
+// redactErr returns err without the credentials of the server's URL and
+// redacted with the built-in rules: for errors that reach the model or the
+// log from anything that may quote the URL (the SDK, net/http, the server).
+func (s *server) redactErr(err error) error { return redactError(s.tr.redactErr(err)) }
 
 // callTimer cancels a call when the server has not answered in time. It
 // is paused while the user is asked for input on the call's behalf: a

@@ -242,14 +242,14 @@ exit 1`
 }
 
 // A failed connection's error does not show the URL's secrets to the model,
-// nor does /mcp.
+// nor does /mcp (which shows the URL without its user information).
 func TestConnectErrorRedacted(t *testing.T) {
 	url := "http://user:hunter2@127.0.0.1:1/mcp?api_key=supersecret123"
 	p := harnesstest.NewScriptedProvider(enable("c1", "web"), harnesstest.Reply("no luck"))
 	a := newAgent(t, p, mcp.New(mcp.WithServer("web", mcp.StreamableHTTP(url))))
 	r := run(t, a, "go")
 	got := results(r)["c1"]
-	if got == nil || !got.IsError || !strings.Contains(got.Content, `mcp: server "web" (http: http://user:`) {
+	if got == nil || !got.IsError || !strings.Contains(got.Content, `mcp: server "web" (http: http://127.0.0.1:1/mcp?api_key=`) {
 		t.Fatalf("mcp_enable: %+v", got)
 	}
 	list := run(t, a, "/mcp").Text

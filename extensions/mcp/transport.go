@@ -33,12 +33,17 @@ type Transport struct {
 	// environment it gets besides DefaultEnv.
 	newCmd  func() *exec.Cmd
 	passEnv []string
+	// A streamable HTTP server: OAuth from WithOAuth, and the
+	// credentials in the URL, kept out of errors (oauth.go).
+	oauth   *OAuth
+	secrets []string
 }
 
 // String describes the transport, as /mcp and errors show it:
 // "stdio: mcp-files --root /srv" or "http: https://example.com/mcp",
-// with what looks like a secret redacted (a URL's password, ?api_key=…),
-// cut after 256 bytes.
+// with what looks like a secret redacted (a URL's password, ?api_key=…;
+// a URL is shown without its user information and with its query values
+// replaced), cut after 256 bytes.
 // (The model's mcp_enable description names only the kind, "stdio" or
 // "http".)
 func (t Transport) String() string {
@@ -333,7 +338,8 @@ func StreamableHTTP(url string) Transport { return StreamableHTTPClient(url, nil
 func StreamableHTTPClient(url string, client *http.Client) Transport {
 	return Transport{
 		kind:    "http",
-		target:  url,
+		target:  redactURL(url), // a URL may carry a credential
+		secrets: urlSecrets(url),
 		network: "tcp",
 		connect: func(context.Context) (sdk.Transport, error) {
 			return &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: client}, nil
