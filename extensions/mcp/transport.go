@@ -30,7 +30,7 @@ type Transport struct {
 	network string // the network.transport attribute: "pipe", "tcp" or ""
 	connect func(ctx context.Context) (sdk.Transport, error)
 	// A stdio server: the command, and the variables of the agent's
-	// environment it gets besides DefaultEnv.
+	// environment it gets besides defaultEnv.
 	newCmd  func() *exec.Cmd
 	passEnv []string
 	// A streamable HTTP server: OAuth from WithOAuth, and the
