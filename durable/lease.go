@@ -37,6 +37,7 @@ type leaseDB struct {
 	kv       string // extension storage (storage.go)
 	snaps    string // the engine snapshots of extension state
 	postgres bool
+	seal     *sealer // seals storage values and snapshots; nil: none
 
 	// Prepared once: these run on every run and tool call.
 	execStmt, markStmt, startStmt, doneStmt *sql.Stmt
@@ -272,7 +273,7 @@ func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 // saveSnapshot writes the run's engine snapshot, taken after the step
 // named key, over the one before.
 func (l *leaseDB) saveSnapshot(ctx context.Context, runID, key string, state []byte) error {
-	_, err := l.snapStmt.ExecContext(ctx, runID, key, string(state))
+	_, err := l.snapStmt.ExecContext(ctx, runID, key, l.seal.sealValue("snapshot", state, runID))
 	return err
 }
 
@@ -283,7 +284,10 @@ func (l *leaseDB) loadSnapshot(ctx context.Context, runID string) ([]byte, error
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
-	return []byte(state), err
+	if err != nil {
+		return nil, err
+	}
+	return l.seal.openValue("snapshot", state, runID)
 }
 
 // supervisor runs the heartbeat and the lease checks of a launched runtime.
@@ -365,6 +369,7 @@ func (rt *Runtime) auxDB(ctx context.Context) (*leaseDB, error) {
 		if err != nil {
 			return nil, err // tried again at the next use
 		}
+		db.seal = rt.cfg.sealer
 		rt.aux = db
 	}
 	return rt.aux, nil

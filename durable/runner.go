@@ -46,15 +46,7 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 	if rs == nil {
 		return fn(ctx)
 	}
-	inner := inStep(ctx)
-	resp, err := dbos.RunAsStep(rs.wf, func(context.Context) (resp *harness.ModelResponse, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				resp, err = nil, fmt.Errorf("durable: model step %s panicked: %v", s.Key, p)
-			}
-		}()
-		return fn(inner)
-	}, dbos.WithStepName(s.Key))
+	resp, err := r.modelStep(rs, s, inStep(ctx), fn) // seal.go
 	r.rt.snapshot(rs, s.Key)
 	return resp, err
 }
@@ -83,7 +75,8 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 		body := func(context.Context) (res *harness.ToolResult, err error) {
 			defer func() {
 				if p := recover(); p != nil {
-					res, err = nil, fmt.Errorf("durable: tool step %s panicked: %v", s.Key, p)
+					// A result, not the step's error: DBOS records errors in plain text.
+					res, err = stepError(s, fmt.Errorf("tool step %s panicked: %v", s.Key, p)), nil
 				}
 			}()
 			start, fresh, err := r.rt.mark(inner, s.RunID, name)
