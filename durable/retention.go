@@ -18,8 +18,8 @@ const DefaultRetention = 7 * 24 * time.Hour
 // failed or cancelled) stay in the database after it finished (default
 // [DefaultRetention], 7 days): the run's workflow with its steps, its
 // questions and approvals, and the runtime's markers and snapshot. A
-// launched runtime deletes them in the background, every d/4 at most
-// every hour; a zero or negative d keeps them forever. An unfinished run
+// launched runtime deletes them in the background, every d/4 but at most
+// every hour (the first time within a minute of Launch); a zero or negative d keeps them forever. An unfinished run
 // keeps all its rows, and so does a finished run while one of its
 // questions or approvals still waits; the last successful run of a
 // session is kept while it is the newest, since the session's next run
@@ -51,14 +51,18 @@ func (rt *Runtime) startSweeper() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &sweeper{cancel: cancel}
 	s.wg.Go(func() {
-		tick := time.NewTicker(sweepInterval(rt.cfg.retention))
-		defer tick.Stop()
+		// The first sweep comes within a minute of Launch, so that a
+		// process that runs for less than the interval sweeps too.
+		every := sweepInterval(rt.cfg.retention)
+		timer := time.NewTimer(min(every, time.Minute))
+		defer timer.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-timer.C:
 			}
+			timer.Reset(every)
 			if _, err := rt.sweep(ctx); err != nil && ctx.Err() == nil {
 				rt.cfg.logger.Warn("durable: cannot delete the rows of old finished runs", "error", err)
 			}
