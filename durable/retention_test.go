@@ -70,6 +70,15 @@ func TestRetention(t *testing.T) {
 		if res, err := rt.Run(ctx, "approve", "go", WithRunID("paused")); err != nil || res.Status != harness.StatusPaused {
 			t.Fatalf("%+v %v", res, err)
 		}
+		// Finished while its question waits: cancelled when parked.
+		orphanAsk, err := rt.Submit(ctx, "ask", "go", WithRunID("cancelled"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitAsk(t, rt, orphanAsk)
+		if err := dbos.CancelWorkflow(rt.dctx, orphanAsk); err != nil {
+			t.Fatal(err)
+		}
 		// Orphans: markers of a run that no longer exists, of a finished one.
 		db, err := rt.auxDB(ctx)
 		if err != nil {
@@ -109,6 +118,9 @@ func TestRetention(t *testing.T) {
 		for id := range before {
 			_, kept := after[id]
 			gone := strings.HasPrefix(id, "done-") || strings.HasPrefix(id, "asked") || id == "sess/1"
+			if id == "cancelled" && before[id] != dbos.WorkflowStatusCancelled {
+				t.Fatalf("run %s is %s, want cancelled", id, before[id])
+			}
 			if gone == kept {
 				t.Errorf("%s: kept=%v", id, kept)
 			}
@@ -124,11 +136,15 @@ func TestRetention(t *testing.T) {
 		}
 		// The waiting runs still work: the question, the approval, the session.
 		p, err = rt.Pending(ctx)
-		if err != nil || len(p.Asks) != 1 || len(p.Approvals) != 1 {
+		if err != nil || len(p.Asks) != 2 || len(p.Approvals) != 1 {
 			t.Fatalf("pending after the sweep: %+v %v", p, err)
 		}
-		if err := rt.Reply(ctx, parked, p.Asks[0].Request.ID, harness.Answer{Choice: "blue"}); err != nil {
-			t.Fatal(err)
+		for _, a := range p.Asks {
+			if a.RunID == parked {
+				if err := rt.Reply(ctx, parked, a.Request.ID, harness.Answer{Choice: "blue"}); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		if res, err := rt.Wait(ctx, parked); err != nil || !strings.Contains(res.Text, "chose blue") {
 			t.Fatalf("the parked run: %+v %v", res, err)

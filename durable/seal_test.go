@@ -579,3 +579,90 @@ func msgsText(ms []harness.Message) string {
 	data, _ := json.Marshal(ms)
 	return string(data)
 }
+
+// TestAtRestSealedTables: the runtime's own tables hold sealed snapshots
+// and storage values, each bound to its row: a value moved to another
+// row, or read with another key, does not open; a plain value (written
+// without a key) reads.
+func TestAtRestSealedTables(t *testing.T) {
+	ctx := ctxT(t)
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "runs.db")
+	k1 := testKey("k1")
+	rt, err := Open(ctx, dsn, WithLogger(quietLogger()), WithPayloadKey(k1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	db, err := rt.auxDB(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := []byte(`{"tally":{"n":"SNAPSECRET"}}`)
+	if err := db.saveSnapshot(ctx, "run-a", "k", state); err != nil {
+		t.Fatal(err)
+	}
+	var raw string
+	if err := db.db.QueryRowContext(ctx, db.q(`SELECT state FROM {P} WHERE run_id = 'run-a'`)).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(raw, "hx1:k1:snapshot:") || strings.Contains(raw, "SNAPSECRET") {
+		t.Fatalf("stored snapshot %q", raw)
+	}
+	if got, err := db.loadSnapshot(ctx, "run-a"); err != nil || !bytes.Equal(got, state) {
+		t.Fatalf("loadSnapshot: %s %v", got, err)
+	}
+	// Moved to another run's row: refused.
+	if _, err := db.db.ExecContext(ctx, db.q(`INSERT INTO {P} (run_id, step_key, state) VALUES ('run-b', 'k', $1)`), raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.loadSnapshot(ctx, "run-b"); !errors.Is(err, ErrPayloadKey) {
+		t.Fatalf("a snapshot moved to another run: %v", err)
+	}
+	// Another key under another ID, no key: refused, naming k1.
+	for _, s := range []*sealer{mustSealer(t, testKey("k2")), nil} {
+		db.seal = s
+		if _, err := db.loadSnapshot(ctx, "run-a"); !errors.Is(err, ErrPayloadKey) || !strings.Contains(err.Error(), `"k1"`) {
+			t.Fatalf("snapshot with the wrong key: %v", err)
+		}
+	}
+	// A plain snapshot reads under a key.
+	db.seal = nil
+	if err := db.saveSnapshot(ctx, "run-c", "k", state); err != nil {
+		t.Fatal(err)
+	}
+	db.seal = mustSealer(t, k1)
+	if got, err := db.loadSnapshot(ctx, "run-c"); err != nil || !bytes.Equal(got, state) {
+		t.Fatalf("plain snapshot under a key: %s %v", got, err)
+	}
+	// Storage: sealed, bound to its key.
+	st := rt.Storage()
+	sc := harness.StorageScope{Namespace: "ns", Session: "s"}
+	if err := st.Put(ctx, sc, "a", []byte(`"STORESECRET"`)); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := st.Get(ctx, sc, "a"); err != nil || !ok || string(v) != `"STORESECRET"` {
+		t.Fatalf("Get: %s %v %v", v, ok, err)
+	}
+	aux := db
+	if err := aux.db.QueryRowContext(ctx, aux.q(`SELECT value FROM {KV} WHERE key = 'a'`)).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(raw, "hx1:k1:storage:") || strings.Contains(raw, "STORESECRET") {
+		t.Fatalf("stored value %q", raw)
+	}
+	if _, err := aux.db.ExecContext(ctx, aux.q(`INSERT INTO {KV} (namespace, session, key, value) VALUES ('ns', 's', 'b', $1)`), raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Get(ctx, sc, "b"); !errors.Is(err, ErrPayloadKey) {
+		t.Fatalf("a value moved to another key: %v", err)
+	}
+}
+
+func mustSealer(t *testing.T, keys ...PayloadKey) *sealer {
+	t.Helper()
+	s, err := newSealer(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
