@@ -284,7 +284,10 @@
 // with [ErrPayloadKey] naming the missing IDs, before anything runs:
 // DBOS would otherwise fail, for good, a run whose input it cannot open.
 // A key ID whose key opens nothing (a wrong key under a known ID) shows at
-// the first payload read, again as ErrPayloadKey naming it. Rows written
+// the first payload read, again as ErrPayloadKey naming it. An old key is
+// needed as long as a payload it sealed remains: [Runtime.RetireKey]
+// checks that none does and forgets its ID, after which runtimes without
+// it open the database. Rows written
 // before the first key stay readable. The first runtime with a key is
 // refused while a workflow recorded without one is unfinished (a run
 // parked on a question, a pending run): DBOS fixes a workflow's
@@ -338,10 +341,10 @@
 //     the step's own record.
 //   - The temporary spill directory of a crashed process stays on disk
 //     after its run recovered.
-//   - No tool re-seals old rows under a new key: an old key can go only
-//     when nothing it sealed remains (retention), and Open refuses a
-//     runtime without a key ID recorded in the keys table until that ID's
-//     row is deleted from it by hand.
+//   - Nothing re-seals old rows under a new key: an old key retires
+//     ([Runtime.RetireKey]) only once nothing it sealed remains (retention
+//     deletes finished runs; extension storage values stay until
+//     rewritten).
 //   - A run cannot switch from unsealed to sealed while unfinished (see
 //     Data at rest).
 //   - A clean Close's DBOS "level=ERROR … context canceled" record was not

@@ -515,3 +515,55 @@ func (rt *Runtime) closeAux() {
 func storageBind(scope harness.StorageScope, key string) string {
 	return scope.Namespace + "\x00" + scope.Session + "\x00" + key
 }
+
+// payloadColumns are the columns that hold payloads: DBOS's (its schema
+// of v1.8.0) and the runtime's own.
+var payloadColumns = []struct{ table, column string }{
+	{"workflow_input", "inputs"}, {"workflow_status", "inputs"}, {"workflow_status", "output"},
+	{"workflow_output", "output"}, {"operation_outputs", "output"}, {"notifications", "message"},
+	{"workflow_events", "value"}, {"workflow_events_history", "value"}, {"streams", "value"},
+	{"{KV}", "value"}, {"{P}", "state"},
+}
+
+// RetireKey forgets the key ID id once nothing in the database is sealed
+// with it any more, so that runtimes without that key may open the
+// database again (Open refuses a runtime that lacks a key ID the database
+// recorded). It reads every payload column of the database, so it costs a
+// scan of the tables; it changes nothing but the keys table. It returns
+// an [ErrPayloadKey] error that says how many payloads id still seals,
+// and where, when some are left (an unfinished run, a run within the
+// retention, an extension storage value). The current key cannot retire.
+func (rt *Runtime) RetireKey(ctx context.Context, id string) error {
+	if s := rt.cfg.sealer; s != nil && s.cur == id {
+		return fmt.Errorf("%w: key id %q is this runtime's current key", ErrPayloadKey, id)
+	}
+	if !keyIDPattern.MatchString(id) {
+		return fmt.Errorf("%w: key id %q", ErrInvalidPayloadKey, id)
+	}
+	db, err := rt.auxDB(ctx)
+	if err != nil {
+		return err
+	}
+	var left []string
+	for _, c := range payloadColumns {
+		table := c.table
+		if db.postgres && !strings.HasPrefix(table, "{") {
+			table = "dbos." + table
+		}
+		var n int
+		q := db.q(`SELECT COUNT(*) FROM ` + table + ` WHERE substr(` + c.column + `, 1, $1) = $2`)
+		if err := db.db.QueryRowContext(ctx, q, len(sealPrefix)+len(id)+1, sealPrefix+id+":").Scan(&n); err != nil {
+			return fmt.Errorf("durable: retire key id %q: read %s: %w", id, table, err)
+		}
+		if n > 0 {
+			left = append(left, fmt.Sprintf("%d in %s.%s", n, db.q(c.table), c.column))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%w: key id %q still seals payloads (%s); keep its key", ErrPayloadKey, id, strings.Join(left, ", "))
+	}
+	if _, err := db.db.ExecContext(ctx, db.q(`DELETE FROM `+keysTable(db)+` WHERE key_id = $1`), id); err != nil {
+		return fmt.Errorf("durable: retire key id %q: %w", id, err)
+	}
+	return nil
+}

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
@@ -665,4 +667,55 @@ func mustSealer(t *testing.T, keys ...PayloadKey) *sealer {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestAtRestRetireKey: an old key ID retires only once nothing is sealed
+// with it; then a runtime without that key opens the database.
+func TestAtRestRetireKey(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dir string) {
+		ctx := ctxT(t)
+		s := newSecrets()
+		k1, k2 := testKey("k1"), testKey("k2")
+		rt := openLeak(t, dir, s, WithPayloadKey(k1))
+		if _, err := runLeak(t, rt, s, "r1"); err == nil {
+			t.Fatal("the leak run succeeded")
+		}
+		rt.Close(context.Background())
+
+		rt = openLeak(t, dir, s, WithPayloadKey(k2, k1))
+		defer rt.Close(context.Background())
+		if err := rt.RetireKey(ctx, "k2"); !errors.Is(err, ErrPayloadKey) {
+			t.Fatalf("retire the current key: %v", err)
+		}
+		err := rt.RetireKey(ctx, "k1")
+		if !errors.Is(err, ErrPayloadKey) || !strings.Contains(err.Error(), "operation_outputs") || !strings.Contains(err.Error(), "storage") {
+			t.Fatalf("retire a key that still seals payloads: %v", err)
+		}
+		ws, err := dbos.ListWorkflows(rt.dctx, dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, w := range ws {
+			ids = append(ids, w.ID)
+		}
+		if err := dbos.DeleteWorkflows(rt.dctx, ids); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.RetireKey(ctx, "k1"); !errors.Is(err, ErrPayloadKey) || strings.Contains(err.Error(), "operation_outputs") {
+			t.Fatalf("retire a key that seals only a storage value: %v", err)
+		}
+		if err := rt.Storage().Delete(ctx, harness.StorageScope{Namespace: "leak", Session: "s"}, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.RetireKey(ctx, "k1"); err != nil {
+			t.Fatalf("retire an unused key: %v", err)
+		}
+		rt.Close(context.Background())
+		rt2, err := Open(ctx, fixtureDSN(dir), WithLogger(quietLogger()), WithPayloadKey(k2))
+		if err != nil {
+			t.Fatalf("k2 alone after k1 retired: %v", err)
+		}
+		rt2.Close(context.Background())
+	})
 }
