@@ -197,6 +197,7 @@ func openLeak(t *testing.T, dir string, s secrets, opts ...Option) *Runtime {
 // the key would: the SQLite file with its WAL, or a pg_dump. With a key
 // none is there; without one each is (so that the test can fail).
 func TestAtRestSealed(t *testing.T) {
+	t.Setenv(EnvPayloadKey, "") // "no key" means none: not the one the suite may run under
 	eachBackend(t, func(t *testing.T, dir string) {
 		for _, sealed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("sealed=%v", sealed), func(t *testing.T) {
@@ -248,6 +249,7 @@ func TestAtRestSealed(t *testing.T) {
 // k1, and changes nothing; a runtime with k1 completes the run. Then the
 // key rotates: k2 seals, k1 still opens.
 func TestAtRestWrongKey(t *testing.T) {
+	t.Setenv(EnvPayloadKey, "") // "no key" means none: not the one the suite may run under
 	eachBackend(t, func(t *testing.T, dir string) {
 		s := newSecrets()
 		k1, k2 := testKey("k1"), testKey("k2")
@@ -358,6 +360,7 @@ func sealedKeyIDs(t *testing.T, dir string) map[string]bool {
 // under a key; a key is refused while a run recorded without one has not
 // finished, and accepted once it has.
 func TestAtRestOldRowsRead(t *testing.T) {
+	t.Setenv(EnvPayloadKey, "") // "no key" means none: not the one the suite may run under
 	dir := t.TempDir()
 	s := newSecrets()
 	rt := openLeak(t, dir, s)
@@ -549,6 +552,7 @@ func (c captured) lines() []string {
 // error quoting an API key) through the runtime's logger; the key is
 // redacted.
 func TestAtRestLogsRedacted(t *testing.T) {
+	t.Setenv(EnvPayloadKey, "") // "no key" means none: not the one the suite may run under
 	apiKey := "sk-ant-api03-" + strings.Repeat("Z", 40)
 	c := newCaptured()
 	rt, err := Open(ctxT(t), "sqlite:"+filepath.Join(t.TempDir(), "runs.db"), WithLogger(slog.New(c)))
@@ -587,6 +591,7 @@ func msgsText(ms []harness.Message) string {
 // row, or read with another key, does not open; a plain value (written
 // without a key) reads.
 func TestAtRestSealedTables(t *testing.T) {
+	t.Setenv(EnvPayloadKey, "") // "no key" means none: not the one the suite may run under
 	ctx := ctxT(t)
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "runs.db")
 	k1 := testKey("k1")
@@ -672,6 +677,7 @@ func mustSealer(t *testing.T, keys ...PayloadKey) *sealer {
 // TestAtRestRetireKey: an old key ID retires only once nothing is sealed
 // with it; then a runtime without that key opens the database.
 func TestAtRestRetireKey(t *testing.T) {
+	t.Setenv(EnvPayloadKey, "") // "no key" means none: not the one the suite may run under
 	eachBackend(t, func(t *testing.T, dir string) {
 		ctx := ctxT(t)
 		s := newSecrets()
