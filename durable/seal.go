@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
@@ -440,8 +441,18 @@ func (rt *Runtime) checkKeys(ctx context.Context) error {
 		return err
 	}
 	t := keysTable(db)
-	if _, err := db.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+t+` (key_id TEXT NOT NULL PRIMARY KEY)`); err != nil {
-		return fmt.Errorf("durable: create the keys table: %w", err)
+	// Several processes creating it at once on Postgres: one may fail on
+	// the catalog's unique index while the other's CREATE commits (as
+	// openLeaseDB's tables); IF NOT EXISTS succeeds at a later attempt.
+	for attempt := 1; ; attempt++ {
+		_, err := db.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+t+` (key_id TEXT NOT NULL PRIMARY KEY)`)
+		if err == nil {
+			break
+		}
+		if attempt == 5 || ctx.Err() != nil {
+			return fmt.Errorf("durable: create the keys table: %w", err)
+		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 	}
 	rows, err := db.db.QueryContext(ctx, `SELECT key_id FROM `+t)
 	if err != nil {
