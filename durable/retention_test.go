@@ -79,8 +79,12 @@ func TestRetention(t *testing.T) {
 		if err := dbos.CancelWorkflow(rt.dctx, orphanAsk); err != nil {
 			t.Fatal(err)
 		}
-		// Orphans: markers of a run that no longer exists, of a finished one.
-		db, err := rt.auxDB(ctx)
+		before := workflowIDs(t, rt)
+		rt.Close(context.Background())
+		// Orphans, as a crash leaves them: markers and snapshots of a run
+		// that no longer exists and of a finished one (written after
+		// Close, so that no cleaner deletes them).
+		db, err := openLeaseDB(ctx, fixtureDSN(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,25 +96,33 @@ func TestRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := workflowIDs(t, rt)
-		rt.Close(context.Background())
+		db.close()
 		if before["asked/ask/"+p.Asks[0].Request.ID] == "" || before["sess/1"] == "" {
 			t.Fatalf("the setup lacks rows: %v", before)
 		}
 
+		markers := func() int {
+			return countRows(t, dir, `SELECT COUNT(*) FROM {S} WHERE run_id IN ('ghost', 'done-1', 'done-2', 'asked')`)
+		}
+		snapshots := func() int { return countRows(t, dir, `SELECT COUNT(*) FROM {P} WHERE run_id IN ('ghost', 'done-1')`) }
+		if m, p := markers(), snapshots(); m != 2 || p != 2 {
+			t.Fatalf("the setup left %d orphaned markers and %d snapshots, want 2 and 2", m, p)
+		}
+
 		time.Sleep(300 * time.Millisecond)
 		rt = openFixture(t, dir, true, WithRetention(200*time.Millisecond))
-		deadline := time.Now().Add(20 * time.Second)
+		// One sweep deletes the workflows, then the orphans: wait for both.
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			after := workflowIDs(t, rt)
 			_, d1 := after["done-1"]
 			_, a := after["asked"]
 			_, s1 := after["sess/1"]
-			if !d1 && !a && !s1 {
+			if !d1 && !a && !s1 && markers() == 0 && snapshots() == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the sweeper left finished runs: %v", after)
+				t.Fatalf("the sweeper left finished runs or orphans (%d markers, %d snapshots): %v", markers(), snapshots(), after)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -127,12 +139,6 @@ func TestRetention(t *testing.T) {
 		}
 		if _, ok := after["sess/2"]; !ok {
 			t.Error("the session's newest run was deleted")
-		}
-		if n := countRows(t, dir, `SELECT COUNT(*) FROM {S} WHERE run_id IN ('ghost', 'done-1', 'done-2', 'asked')`); n != 0 {
-			t.Errorf("%d orphaned markers left", n)
-		}
-		if n := countRows(t, dir, `SELECT COUNT(*) FROM {P} WHERE run_id IN ('ghost', 'done-1')`); n != 0 {
-			t.Errorf("%d orphaned snapshots left", n)
 		}
 		// The waiting runs still work: the question, the approval, the session.
 		p, err = rt.Pending(ctx)

@@ -57,7 +57,8 @@ type PayloadKey struct {
 // to its own tables (extension storage, engine snapshots), under
 // current's ID. The older keys only open what they sealed: to rotate,
 // give the new key as current and the old one among older, in every
-// process on the database. Rows written before a key was configured stay
+// process on the database (first as an older key everywhere, then as
+// current: a process must be able to open what any other seals). Rows written before a key was configured stay
 // readable. Without this option Open reads [EnvPayloadKey]; with neither,
 // nothing is sealed. See "Data at rest" in the package documentation.
 func WithPayloadKey(current PayloadKey, older ...PayloadKey) Option {
