@@ -316,7 +316,7 @@
 // forever), with their steps, questions and approvals
 // (dbos.DeleteWorkflows) and the runtime's markers and snapshots, in the
 // background every retention/4 but at most hourly (the first time within a
-// minute of Launch), at most 500 workflows a time. It never deletes a row
+// minute of Launch), at most 10,000 workflows a time. It never deletes a row
 // of an unfinished run (pending, enqueued, parked on a question or
 // approvals), nor a finished run's while one of its questions or approvals
 // waits, and it keeps the newest successful run of a session (the

@@ -29,8 +29,12 @@ func WithRetention(d time.Duration) Option {
 	return func(c *config) { c.retention, c.retentionSet = d, true }
 }
 
-// sweepBatch bounds the workflows one sweep lists and deletes.
-const sweepBatch = 500
+// sweepBatch is how many workflows a sweep lists and deletes at once, and
+// sweepPages how many times at most.
+const (
+	sweepBatch = 500
+	sweepPages = 20
+)
 
 // sweeper deletes the rows of old finished runs, and the runtime's orphaned
 // markers and snapshots, off the runs' path.
@@ -87,7 +91,7 @@ var terminal = []dbos.WorkflowStatusType{dbos.WorkflowStatusSuccess, dbos.Workfl
 	dbos.WorkflowStatusCancelled, dbos.WorkflowStatusMaxRecoveryAttemptsExceeded}
 
 // sweep deletes, once, the workflows of this application that finished
-// before the retention (at most sweepBatch of them), with the runtime's
+// before the retention (at most sweepBatch×sweepPages of them), with the runtime's
 // rows of the runs among them, and the orphaned rows of the runtime's
 // tables. It returns how many workflows it deleted.
 //
@@ -116,38 +120,47 @@ func (rt *Runtime) sweep(ctx context.Context) (int, error) {
 			id = id[:i]
 		}
 	}
-	old, err := dbos.ListWorkflows(dc, dbos.WithFilterStatus(terminal...), dbos.WithFilterApplicationName(rt.cfg.appName),
-		dbos.WithFilterCompletedBefore(time.Now().Add(-rt.cfg.retention)), dbos.WithFilterLimit(sweepBatch),
-		dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
-	if err != nil {
-		return 0, err
-	}
-	// A session's newest successful run among the old ones stays: the
-	// session's next run reads what it saved.
-	newest := map[string]int{}
-	for _, w := range old {
-		if s, n, ok := sessionRun(w); ok && n > newest[s] {
-			newest[s] = n
+	// Pages of the oldest first: the kept ones stay at the front, so the
+	// next page starts after them.
+	cutoff := time.Now().Add(-rt.cfg.retention)
+	var deleted, runs []string
+	for kept, page := 0, 0; page < sweepPages; page++ {
+		old, err := dbos.ListWorkflows(dc, dbos.WithFilterStatus(terminal...), dbos.WithFilterApplicationName(rt.cfg.appName),
+			dbos.WithFilterCompletedBefore(cutoff), dbos.WithFilterLimit(sweepBatch), dbos.WithFilterOffset(kept),
+			dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+		if err != nil {
+			return len(deleted), err
+		}
+		// A session's newest successful run among these stays: the
+		// session's next run reads what it saved.
+		newest := map[string]int{}
+		for _, w := range old {
+			if s, n, ok := sessionRun(w); ok && n > newest[s] {
+				newest[s] = n
+			}
+		}
+		var ids []string
+		for _, w := range old {
+			if s, n, ok := sessionRun(w); isBusy(busy, w.ID) || ok && newest[s] == n {
+				kept++
+				continue
+			}
+			ids = append(ids, w.ID)
+			if w.Name == runWorkflowName {
+				runs = append(runs, w.ID)
+			}
+		}
+		if len(ids) > 0 {
+			if err := dbos.DeleteWorkflows(dc, ids); err != nil {
+				return len(deleted), err
+			}
+			deleted = append(deleted, ids...)
+		}
+		if len(old) < sweepBatch {
+			break
 		}
 	}
-	var ids, runs []string
-	for _, w := range old {
-		if isBusy(busy, w.ID) {
-			continue
-		}
-		if s, n, ok := sessionRun(w); ok && newest[s] == n {
-			continue
-		}
-		ids = append(ids, w.ID)
-		if w.Name == runWorkflowName {
-			runs = append(runs, w.ID)
-		}
-	}
-	if len(ids) > 0 {
-		if err := dbos.DeleteWorkflows(dc, ids); err != nil {
-			return 0, err
-		}
-	}
+	ids := deleted
 	db, err := rt.auxDB(ctx)
 	if err != nil {
 		return len(ids), err
