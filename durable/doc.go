@@ -304,6 +304,96 @@
 // snapshot is still found by read_result when spill has a lasting store
 // of its own (spill.WithDir, spill.WithStore), which adopts it.
 //
+// # Data at rest
+//
+// What a run records holds what the run saw: prompts, tool arguments and
+// results, MCP results, answers, provider errors. Without a key DBOS
+// stores them as base64 JSON, readable by anyone who reads the database.
+//
+// With a key ([WithPayloadKey], or [EnvPayloadKey] in the environment:
+// "ID:BASE64KEY[,ID:BASE64KEY…]", the first the current key, the others
+// older keys, each 32 bytes in standard base64, as `openssl rand -base64
+// 32` prints; see [ParsePayloadKeys]) every payload the runtime hands to
+// DBOS is sealed with AES-256-GCM by a DBOS serializer: runs' inputs and
+// outputs (with the session), each model response and tool result, the
+// questions, answers, approval requests and decisions, and what DBOS
+// records itself through the serializer. So are the values of the
+// runtime's own tables: extension storage and engine snapshots. Each
+// sealed payload names the ID of its key, "hx1:<key id>:<kind>:<base64>",
+// the header authenticated with it (and, in the runtime's tables, the row
+// it belongs to), as Temporal's payload codecs do. Nonces are random (96
+// bits): rotate a key well before it has sealed 2^32 payloads (a run seals
+// about ten). DBOS records a step's or a workflow's error in plain text
+// beside the sealed output, so with a key a model request's error (and a
+// panic of a step) is recorded inside the step's sealed output instead,
+// and a run's own error inside its output; a replay returns the same error
+// text. Tool-call markers hold no content and are not sealed.
+//
+// Not sealed: workflow IDs (run IDs, session IDs, question IDs), step
+// names ("<run>/model/<n>", "<run>/tool/<n>/<call id>"), queue names,
+// executor IDs, statuses, timestamps, counts, the sizes of the
+// payloads, and extension storage's namespaces, sessions and keys. The
+// threat model: someone who reads the database file, a backup or a dump
+// without the key learns which runs there were, when, how long they took,
+// how many model requests and tool calls they made and how large their
+// payloads were, not what they said or which tools they called; someone
+// with the key, or with the memory of a process that has it, learns
+// everything. The key protects the confidentiality and integrity of each
+// payload, not against a writer of the database who drops, replays or
+// swaps whole rows of DBOS's tables.
+//
+// Keys rotate: give the new key first and the old ones after it, in every
+// process on the database; the new one seals, the old ones still open what
+// they sealed. Roll it out in two steps: first give every process the new
+// key as an older one, then make it current; a process that runs without a
+// key that another already seals with cannot open those runs, and DBOS
+// fails a run whose input it cannot open. For the same reason a first key
+// is given to all the processes of a database at once (the ones without it
+// stopped first). The runtime records the IDs of the keys that sealed
+// payloads in a table of its own ("harnessx.keys", "harnessx_keys"), and
+// Open refuses a runtime that lacks one of them, or has no key at all,
+// with [ErrPayloadKey] naming the missing IDs, before anything runs: DBOS
+// would otherwise fail, for good, a run whose input it cannot open. A key
+// ID whose key opens nothing (a wrong key under a known ID) shows at the
+// first payload read, again as ErrPayloadKey naming it. An old key is
+// needed as long as a payload it sealed remains: [Runtime.RetireKey]
+// checks that none does and forgets its ID, after which runtimes without
+// it open the database. Rows written before the first key stay readable.
+// The first runtime with a key is refused while a workflow recorded
+// without one is unfinished (a run parked on a question, a pending run):
+// DBOS fixes a workflow's serialization when it starts, so finish those
+// without a key first. Sealing costs about what DBOS's own JSON encoding
+// costs per payload (BenchmarkSealPayload); BenchmarkDurableRunSealed
+// stays within the noise of BenchmarkDurableRun (11 more allocations and
+// 2.5 KB more per run).
+//
+// Logs: the runtime passes its logger to DBOS wrapped in the built-in
+// secret redaction of the flight recorder and the tracing extension (API
+// keys, bearer tokens, URL passwords, secret-looking JSON members and
+// assignments): DBOS logs a failed step's error, which may quote a
+// provider's key. The redaction finds known secret shapes, not content in
+// general; with a key DBOS sees no provider error to log.
+//
+// Retention: a launched runtime deletes the rows of runs that finished
+// (succeeded, failed, were cancelled) more than [WithRetention] ago
+// (default [DefaultRetention], 7 days; zero or negative keeps them
+// forever), with their steps, questions and approvals
+// (dbos.DeleteWorkflows) and the runtime's markers and snapshots, in the
+// background every retention/4 but at most hourly (the first time within a
+// minute of Launch), at most 10,000 workflows a time. It never deletes a row
+// of an unfinished run (pending, enqueued, parked on a question or
+// approvals), nor a finished run's while one of its questions or approvals
+// waits, and it keeps the newest successful run of a session (the
+// session's next run starts from it). The same sweep deletes markers and
+// snapshots left by a crash for runs that succeeded, failed or no longer
+// exist. A deleted run is unknown ([ErrUnknownRun]) and its ID may be used
+// again. Extension storage is not subject to retention.
+//
+// Files: Open creates a SQLite database file with mode 0600 (SQLite gives
+// its -wal and -shm files the same mode) and the directories it creates
+// for it, ".harnessx" included, with mode 0700. A file or directory that
+// exists keeps its mode.
+//
 // # Not done
 //
 //   - A run parked on a question or an approval holds its worker's queue
@@ -321,4 +411,15 @@
 //     the step's own record.
 //   - The temporary spill directory of a crashed process stays on disk
 //     after its run recovered.
+//   - Nothing re-seals old rows under a new key: an old key retires
+//     ([Runtime.RetireKey]) only once nothing it sealed remains (retention
+//     deletes finished runs; extension storage values stay until
+//     rewritten).
+//   - A run cannot switch from unsealed to sealed while unfinished (see
+//     Data at rest).
+//   - A clean Close's DBOS "level=ERROR … context canceled" record was not
+//     reproduced (TestCloseLogsNoError closes four runtimes on SQLite and
+//     four on Postgres after parallel tools, an approval, a question and
+//     a queue worker's runs, and finds none; 26 runs of examples/durable
+//     showed none either), so nothing filters it.
 package durable

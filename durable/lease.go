@@ -38,6 +38,7 @@ type leaseDB struct {
 	snaps    string // the engine snapshots of extension state
 	answers  string // the first answer given to each question (Reply)
 	postgres bool
+	seal     *sealer // seals storage values and snapshots; nil: none
 
 	// Prepared once: these run on every run and tool call.
 	execStmt, markStmt, startStmt, doneStmt *sql.Stmt
@@ -158,15 +159,16 @@ WHERE COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $4
 ON CONFLICT (run_id, step_key) DO NOTHING`},
 		{&l.startStmt, `SELECT (SELECT started_ms FROM {S} WHERE run_id = $1 AND step_key = $2),
 COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1)`},
+		// epoch < 0: the retention's sweep of a finished run's rows.
 		{&l.doneStmt, `DELETE FROM {S} WHERE run_id = $1
-AND COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2`},
+AND ($2 < 0 OR COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2)`},
 		{&l.snapStmt, `INSERT INTO {P} (run_id, step_key, state) SELECT $1, $2, $3
 WHERE COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $4
 ON CONFLICT (run_id) DO UPDATE SET step_key = excluded.step_key, state = excluded.state`},
 		{&l.loadSnapStmt, `SELECT state FROM {P} WHERE run_id = $1`},
 		{&l.doneAnswersStmt, `DELETE FROM {A} WHERE run_id = $1`},
 		{&l.doneSnapStmt, `DELETE FROM {P} WHERE run_id = $1
-AND COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2`},
+AND ($2 < 0 OR COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2)`},
 	} {
 		if *p.stmt, err = l.db.PrepareContext(ctx, l.q(p.q)); err != nil {
 			l.db.Close()
@@ -335,7 +337,7 @@ func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 // named key by execution epoch, over the one before; errFenced when a
 // newer execution runs the run.
 func (l *leaseDB) saveSnapshot(ctx context.Context, runID, key string, epoch int, state []byte) error {
-	r, err := l.snapStmt.ExecContext(ctx, runID, key, string(state), epoch)
+	r, err := l.snapStmt.ExecContext(ctx, runID, key, l.seal.sealValue("snapshot", state, runID), epoch)
 	if err != nil {
 		return err
 	}
@@ -346,15 +348,19 @@ func (l *leaseDB) saveSnapshot(ctx context.Context, runID, key string, epoch int
 }
 
 // answer records ans as the answer to the question askID of runID, unless
-// one was recorded before; it returns the answer that stands.
+// one was recorded before; it returns the answer that stands. Answers are
+// sealed with a key, bound to their question.
 func (l *leaseDB) answer(ctx context.Context, runID, askID string, ans []byte) ([]byte, error) {
+	bind := runID + "\x00" + askID
 	if _, err := l.db.ExecContext(ctx, l.q(`INSERT INTO {A} (run_id, ask_id, answer) VALUES ($1, $2, $3) ON CONFLICT (run_id, ask_id) DO NOTHING`),
-		runID, askID, string(ans)); err != nil {
+		runID, askID, l.seal.sealValue("answer", ans, bind)); err != nil {
 		return nil, err
 	}
 	var got string
-	err := l.db.QueryRowContext(ctx, l.q(`SELECT answer FROM {A} WHERE run_id = $1 AND ask_id = $2`), runID, askID).Scan(&got)
-	return []byte(got), err
+	if err := l.db.QueryRowContext(ctx, l.q(`SELECT answer FROM {A} WHERE run_id = $1 AND ask_id = $2`), runID, askID).Scan(&got); err != nil {
+		return nil, err
+	}
+	return l.seal.openValue("answer", got, bind)
 }
 
 // loadSnapshot reads the run's last engine snapshot; nil when it has none.
@@ -364,7 +370,10 @@ func (l *leaseDB) loadSnapshot(ctx context.Context, runID string) ([]byte, error
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
-	return []byte(state), err
+	if err != nil {
+		return nil, err
+	}
+	return l.seal.openValue("snapshot", state, runID)
 }
 
 // supervisor runs the heartbeat and the lease checks of a launched runtime.
@@ -446,6 +455,7 @@ func (rt *Runtime) auxDB(ctx context.Context) (*leaseDB, error) {
 		if err != nil {
 			return nil, err // tried again at the next use
 		}
+		db.seal = rt.cfg.sealer
 		rt.aux = db
 	}
 	return rt.aux, nil

@@ -375,6 +375,9 @@ func decodeAny(v any, dst any) error {
 	case nil:
 		return errors.New("no data")
 	case string:
+		if isSealed(x) { // DBOS could not open it: the key does not (seal.go)
+			return unreadable(x)
+		}
 		if b, err := base64.StdEncoding.DecodeString(x); err == nil && json.Valid(b) {
 			data = b
 		} else {

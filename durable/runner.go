@@ -49,15 +49,7 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 	if rs.fenced.Load() {
 		return nil, errFenced
 	}
-	inner := inStep(ctx)
-	resp, err := dbos.RunAsStep(rs.wf, func(context.Context) (resp *harness.ModelResponse, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				resp, err = nil, fmt.Errorf("durable: model step %s panicked: %v", s.Key, p)
-			}
-		}()
-		return fn(inner)
-	}, dbos.WithStepName(s.Key))
+	resp, err := r.modelStep(rs, s, inStep(ctx), fn) // seal.go
 	rs.fence(err)
 	r.rt.snapshot(rs, s.Key)
 	return resp, err
@@ -96,7 +88,8 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 		body := func(context.Context) (res *harness.ToolResult, err error) {
 			defer func() {
 				if p := recover(); p != nil {
-					res, err = nil, fmt.Errorf("durable: tool step %s panicked: %v", s.Key, p)
+					// A result, not the step's error: DBOS records errors in plain text.
+					res, err = stepError(s, fmt.Errorf("tool step %s panicked: %v", s.Key, p)), nil
 				}
 			}()
 			if rs.fenced.Load() {

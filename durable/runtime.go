@@ -68,6 +68,13 @@ type config struct {
 	lease      time.Duration
 	leaseSet   bool
 	poll       time.Duration
+
+	// Data at rest (seal.go, retention.go).
+	keys         []PayloadKey
+	keysSet      bool
+	sealer       *sealer // nil: nothing is sealed
+	retention    time.Duration
+	retentionSet bool
 }
 
 // WithAppName sets the application name that owns the runs in the
@@ -100,6 +107,8 @@ func WithExecutorID(id string) Option { return func(c *config) { c.executorID = 
 // WithLogger sets the logger DBOS and the runtime log to. The default is
 // slog.Default() restricted to warnings and errors: DBOS logs every
 // workflow at info level otherwise.
+// Records pass through the built-in secret redaction first (see Data at
+// rest in the package documentation).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithQueue enqueues runs on the named DBOS queue instead of running them
@@ -161,6 +170,7 @@ type Runtime struct {
 	dsn    string
 	super  *supervisor
 	lock   executorLock // held from Launch to Close
+	retain *sweeper     // retention.go
 
 	auxMu sync.Mutex
 	aux   *leaseDB // see auxDB
@@ -202,6 +212,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	if cfg.poll <= 0 {
 		cfg.poll = 100 * time.Millisecond
 	}
+	cfg.logger = redactedLogger(cfg.logger) // DBOS logs errors, which may hold secrets
+	if !cfg.retentionSet {
+		cfg.retention = DefaultRetention
+	}
+	if err := resolveKeys(&cfg); err != nil {
+		return nil, err
+	}
 	if dsn == "" {
 		dsn = DefaultDSN
 	}
@@ -212,6 +229,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	switch {
 	case file:
 		if err := checkSQLite(ctx, path); err != nil {
+			return nil, err
+		}
+		if err := createPrivate(path); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(dsn, "sqlite:"):
@@ -237,6 +257,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 			ApplicationVersion: cfg.appVersion,
 			ExecutorID:         cfg.executorID,
 			Logger:             cfg.logger,
+			Serializer:         cfg.serializer(),
 		})
 		if err == nil || attempt == 5 || !migrationRace(err) {
 			break
@@ -254,7 +275,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	}
 	rt := &Runtime{dctx: dctx, cfg: cfg, queue: cfg.queue, dsn: dsn, agents: map[string]Factory{}, changed: make(chan struct{})}
 	rt.runner = &runner{rt: rt}
-	dbos.RegisterWorkflow(dctx, rt.runWorkflow, dbos.WithWorkflowName(runWorkflowName))
+	if err := rt.checkKeys(ctx); err != nil {
+		rt.closeAux()
+		dbos.Shutdown(dctx, time.Second)
+		return nil, err
+	}
+	dbos.RegisterWorkflow(dctx, rt.sealRun, dbos.WithWorkflowName(runWorkflowName))
 	dbos.RegisterWorkflow(dctx, askWorkflow, dbos.WithWorkflowName(askWorkflowName))
 	dbos.RegisterWorkflow(dctx, approvalWorkflow, dbos.WithWorkflowName(approvalWorkflowName))
 	return rt, nil
@@ -369,6 +395,7 @@ func (rt *Runtime) Launch(ctx context.Context) error {
 	if err := dbos.Launch(rt.dctx); err != nil {
 		return fmt.Errorf("durable: launch: %w", err)
 	}
+	rt.startSweeper()
 	if rt.cfg.lease > 0 && (rt.queue != "" || rt.cfg.leaseSet) {
 		s, err := startSupervisor(ctx, rt)
 		if err != nil {
@@ -395,6 +422,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	if rt.super != nil {
 		rt.super.stop() // no heartbeat from here on: the others may resume what stays pending
 	}
+	rt.stopSweeper()
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), time.Millisecond)
@@ -588,7 +616,7 @@ func (rt *Runtime) start(ctx context.Context, agent, input string, opts []RunOpt
 		// DBOS executes a run started here only when this call created
 		// its row: the run is new, and its workflow need not look for
 		// recorded steps (freshRun).
-		h, err = dbos.RunWorkflow(dbos.WithValue(rt.dctx, freshRun{}, rc.runID), rt.runWorkflow, in, wopts...)
+		h, err = dbos.RunWorkflow(dbos.WithValue(rt.dctx, freshRun{}, rc.runID), rt.sealRun, in, wopts...)
 	}
 	if err != nil {
 		if errors.Is(err, dbos.ErrWorkflowIDInUse) {
@@ -1094,7 +1122,7 @@ type finishedRun struct {
 	id    string
 	snap  bool
 	asked bool // it asked questions: their answers go too
-	epoch int  // the execution that finished it
+	epoch int  // the execution that finished it; -1: any (the retention's sweep)
 }
 
 // cleaner deletes the rows of finished runs until Close closes cleanCh.

@@ -50,7 +50,11 @@ func (s dbStorage) Get(ctx context.Context, scope harness.StorageScope, key stri
 	if err != nil {
 		return nil, false, fmt.Errorf("durable: storage: get %s %q: %w", scope, key, err)
 	}
-	return json.RawMessage(v), true, nil
+	plain, err := db.seal.openValue("storage", v, storageBind(scope, key))
+	if err != nil {
+		return nil, false, fmt.Errorf("durable: storage: get %s %q: %w", scope, key, err)
+	}
+	return json.RawMessage(plain), true, nil
 }
 
 func (s dbStorage) Put(ctx context.Context, scope harness.StorageScope, key string, value json.RawMessage) error {
@@ -59,7 +63,7 @@ func (s dbStorage) Put(ctx context.Context, scope harness.StorageScope, key stri
 		return err
 	}
 	_, err = db.db.ExecContext(ctx, db.q(`INSERT INTO {KV} (namespace, session, key, value) VALUES ($1, $2, $3, $4)
-ON CONFLICT (namespace, session, key) DO UPDATE SET value = excluded.value`), scope.Namespace, scope.Session, key, string(value))
+ON CONFLICT (namespace, session, key) DO UPDATE SET value = excluded.value`), scope.Namespace, scope.Session, key, db.seal.sealValue("storage", value, storageBind(scope, key)))
 	if err != nil {
 		return fmt.Errorf("durable: storage: put %s %q: %w", scope, key, err)
 	}

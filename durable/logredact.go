@@ -1,0 +1,78 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/harnessx/harnessx/internal/redact"
+)
+
+// redactedLogger returns l with its records passed through the built-in
+// secret rules (internal/redact, as the flight recorder and the tracing
+// extension apply them): DBOS logs step and workflow errors, such as a
+// provider's error that quotes an API key, through the runtime's logger.
+func redactedLogger(l *slog.Logger) *slog.Logger {
+	if _, ok := l.Handler().(redactHandler); ok {
+		return l
+	}
+	return slog.New(redactHandler{h: l.Handler(), r: redact.Builtin()})
+}
+
+// redactHandler redacts a record's message and the values of its
+// attributes (strings, errors, and any other value by its text) before the
+// wrapped handler sees them. Numbers, booleans, times and durations pass
+// as they are. Enabled is the wrapped handler's, so a record below its
+// level costs nothing.
+type redactHandler struct {
+	h slog.Handler
+	r *redact.Redactor
+}
+
+func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+
+func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.h.Handle(ctx, out)
+}
+
+func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = h.attr(a)
+	}
+	return redactHandler{h.h.WithAttrs(red), h.r}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler {
+	return redactHandler{h.h.WithGroup(name), h.r}
+}
+
+func (h redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.Field(a.Key, v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		red := make([]any, len(g))
+		for i, x := range g {
+			red[i] = h.attr(x)
+		}
+		return slog.Group(a.Key, red...)
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case nil:
+			return a
+		case error:
+			return slog.String(a.Key, h.r.Field(a.Key, x.Error()))
+		default:
+			return slog.String(a.Key, h.r.Field(a.Key, fmt.Sprint(x)))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
