@@ -318,7 +318,8 @@
 // outputs (with the session), each model response and tool result, the
 // questions, answers, approval requests and decisions, and what DBOS
 // records itself through the serializer. So are the values of the
-// runtime's own tables: extension storage and engine snapshots. Each
+// runtime's own tables: extension storage, engine snapshots and the first
+// answer given to each question. Each
 // sealed payload names the ID of its key, "hx1:<key id>:<kind>:<base64>",
 // the header authenticated with it (and, in the runtime's tables, the row
 // it belongs to), as Temporal's payload codecs do. Nonces are random (96
