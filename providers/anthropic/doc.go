@@ -34,6 +34,22 @@
 // ProviderData (from another provider, or with the data stripped) is left
 // out of the request, since the API rejects unsigned thinking.
 //
+// # Media
+//
+// Image and document parts (harness.ImagePart, DocumentPart, ImageURL,
+// DocumentURL, FilePart), in user messages and in tool results'
+// [harness.ToolResult.Parts], become image and document blocks: inline
+// bytes as a base64 source (images of type image/jpeg, image/png,
+// image/gif and image/webp; documents of type application/pdf, and
+// text/plain as a text source), a URI as a url source, a file ID as a file
+// source (the Files API is a beta: add its anthropic-beta header with
+// [WithRequestOptions]). A document's name is its title. The bytes are
+// base64-encoded once per request, straight into a string of the final
+// size. The API takes no audio, other image or document types, or media
+// in assistant messages: such a part fails the request before anything is
+// sent, with a *harness.UnsupportedPartError (harness.ErrUnsupportedPart)
+// naming the message, the part, its MIME type and the model.
+//
 // Stop reasons map onto harness.StopReason (end_turn, tool_use, max_tokens,
 // stop_sequence, refusal, pause_turn; model_context_window_exceeded counts
 // as max_tokens) with the API's value in RawStopReason.
