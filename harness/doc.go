@@ -233,8 +233,9 @@
 //
 // A part's bytes are held once. Messages share their Media by pointer, so
 // the history, every model request of every step and a result middleware
-// see the same []byte; the engine never copies it (a provider encodes it
-// for its API once per request). The prompt-cache prefix key covers a
+// see the same []byte; the engine never copies it. A provider encodes it
+// for its API once per request; providers/anthropic and providers/openai
+// stream that base64 into the request body rather than build it. The prompt-cache prefix key covers a
 // media part by the SHA-256 of its bytes, computed once per Media and
 // cached ([Media.SHA256]), so a 5 MiB image adds 32 bytes to what is
 // hashed, and when an image in the prefix changes, [PrefixKey.Break] names

@@ -43,9 +43,12 @@
 // image/gif and image/webp; documents of type application/pdf, and
 // text/plain as a text source), a URI as a url source, a file ID as a file
 // source (the Files API is a beta: add its anthropic-beta header with
-// [WithRequestOptions]). A document's name is its title. The bytes are
-// base64-encoded once per request, straight into a string of the final
-// size. The API takes no audio, other image or document types, or media
+// [WithRequestOptions]). A document's name is its title. Parts of 16
+// KiB and more are not encoded into the request's JSON, which the SDK
+// copies at every level of nesting: the request carries a token in their
+// place, and the provider's SDK middleware streams their base64 into the
+// body as it is sent, from the part's own bytes (again on a retry), so a
+// 5 MiB image costs no copy of itself per request. The API takes no audio, other image or document types, or media
 // in assistant messages: such a part fails the request before anything is
 // sent, with a *harness.UnsupportedPartError (harness.ErrUnsupportedPart)
 // naming the message, the part, its MIME type and the model.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/providers/internal/media"
 	"github.com/harnessx/harnessx/providers/internal/provtest"
 	"github.com/harnessx/harnessx/providers/internal/replay"
 )
@@ -100,8 +101,9 @@ func TestMediaBreakpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var in media.Inliner
 	params, err := p.params(&harness.ModelRequest{Model: model, Messages: []harness.Message{
-		harness.UserParts(harness.Text("see"), harness.ImagePart(pngBytes, "image/png")), harness.UserMessage("and?")}})
+		harness.UserParts(harness.Text("see"), harness.ImagePart(pngBytes, "image/png")), harness.UserMessage("and?")}}, &in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +175,57 @@ func TestUnsupportedMedia(t *testing.T) {
 				t.Errorf("%d requests sent", n)
 			}
 		})
+	}
+}
+
+// TestLargeMediaStreamed: an image of 64 KiB or more is streamed into the
+// body as base64; the body the server receives, on the first attempt and
+// on a retry, holds its full encoding, streamed or not, for a plain and a
+// streamed reply.
+func TestLargeMediaStreamed(t *testing.T) {
+	big := make([]byte, 300_001)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	for _, stream := range []bool{false, true} {
+		final := provtest.Fixture("plain.json")
+		if stream {
+			final = provtest.Fixture("stream_text.sse")
+		}
+		srv := replay.New(replay.Status(500, `{"type":"error","error":{"type":"api_error","message":"try again"}}`, nil), final)
+		p := newTestProvider(t, srv)
+		req := &harness.ModelRequest{Model: model, Stream: stream, Messages: []harness.Message{
+			harness.UserParts(harness.Text("look"), harness.ImagePart(big, "image/png"), harness.DocumentPart(big, "application/pdf"))}}
+		if _, err := p.Generate(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		srv.Close()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		want := base64.StdEncoding.EncodeToString(big)
+		for i, r := range reqs {
+			var body struct {
+				Messages []struct {
+					Content []struct {
+						Source struct {
+							Data      string `json:"data"`
+							MediaType string `json:"media_type"`
+						} `json:"source"`
+					} `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(r.Body, &body); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			c := body.Messages[0].Content
+			if c[1].Source.Data != want || c[1].Source.MediaType != "image/png" || c[2].Source.Data != want || c[2].Source.MediaType != "application/pdf" {
+				t.Errorf("stream=%v request %d: the media were not sent whole", stream, i)
+			}
+			if strings.Contains(string(r.Body), "hxmedia-") {
+				t.Errorf("stream=%v request %d: a token reached the server", stream, i)
+			}
+		}
 	}
 }

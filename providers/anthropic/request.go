@@ -31,7 +31,11 @@ import (
 //     anything is sent.
 //   - Temperature is not sent: API version 2026-10-21, which SDK v2 speaks,
 //     rejects sampling parameters.
-func (p *Provider) params(req *harness.ModelRequest) (sdk.MessageNewParams, error) {
+//
+// Inline bytes of 16 KiB and more go through in (see media.Inliner): the
+// request carries tokens that its middleware replaces by the base64
+// streamed from the part's bytes.
+func (p *Provider) params(req *harness.ModelRequest, in *media.Inliner) (sdk.MessageNewParams, error) {
 	var params sdk.MessageNewParams
 	if req.Model == "" {
 		return params, fmt.Errorf("%s: %w: no model (use harness.WithModel)", Name, ErrInvalidRequest)
@@ -75,7 +79,7 @@ func (p *Provider) params(req *harness.ModelRequest) (sdk.MessageNewParams, erro
 	params.Messages = make([]sdk.MessageParam, 0, len(req.Messages))
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		blocks, err := p.blocks(req.Model, i, m)
+		blocks, err := p.blocks(req.Model, i, m, in)
 		if err != nil {
 			return params, err
 		}
@@ -113,7 +117,7 @@ func sentParams(params *sdk.MessageNewParams, stream bool) harness.RequestParams
 }
 
 // blocks converts the parts of m, message i of a request to model.
-func (p *Provider) blocks(model string, i int, m *harness.Message) ([]sdk.ContentBlockParamUnion, error) {
+func (p *Provider) blocks(model string, i int, m *harness.Message, in *media.Inliner) ([]sdk.ContentBlockParamUnion, error) {
 	out := make([]sdk.ContentBlockParamUnion, 0, len(m.Content))
 	for j := range m.Content {
 		part := &m.Content[j]
@@ -152,7 +156,7 @@ func (p *Provider) blocks(model string, i int, m *harness.Message) ([]sdk.Conten
 					b.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: tr.Content}}}
 				}
 				for k := range tr.Parts {
-					c, err := resultContent(model, media.Loc{Message: i, Part: j, ResultPart: k}, &tr.Parts[k])
+					c, err := resultContent(model, media.Loc{Message: i, Part: j, ResultPart: k}, &tr.Parts[k], in)
 					if err != nil {
 						return nil, err
 					}
@@ -170,7 +174,7 @@ func (p *Provider) blocks(model string, i int, m *harness.Message) ([]sdk.Conten
 			if m.Role == harness.RoleAssistant {
 				return nil, media.Unsupported(Name, model, at, part, "an assistant message cannot carry media")
 			}
-			img, doc, err := mediaBlock(model, at, part)
+			img, doc, err := mediaBlock(model, at, part, in)
 			if err != nil {
 				return nil, err
 			}
@@ -186,14 +190,14 @@ func (p *Provider) blocks(model string, i int, m *harness.Message) ([]sdk.Conten
 
 // resultContent converts a part of a tool result: text, an image or a
 // document; nil for empty text.
-func resultContent(model string, at media.Loc, part *harness.Part) (*sdk.ToolResultBlockParamContentUnion, error) {
+func resultContent(model string, at media.Loc, part *harness.Part, in *media.Inliner) (*sdk.ToolResultBlockParamContentUnion, error) {
 	if part.Type == harness.PartText {
 		if part.Text == "" {
 			return nil, nil
 		}
 		return &sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: part.Text}}, nil
 	}
-	img, doc, err := mediaBlock(model, at, part)
+	img, doc, err := mediaBlock(model, at, part, in)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +218,7 @@ var imageTypes = map[string]sdk.Base64ImageSourceMediaType{
 // header the application adds with WithRequestOptions). Audio, image types
 // other than JPEG, PNG, GIF and WebP, and documents other than PDF and
 // plain text are refused.
-func mediaBlock(model string, at media.Loc, part *harness.Part) (*sdk.ImageBlockParam, *sdk.DocumentBlockParam, error) {
+func mediaBlock(model string, at media.Loc, part *harness.Part, in *media.Inliner) (*sdk.ImageBlockParam, *sdk.DocumentBlockParam, error) {
 	md := part.Media
 	if md == nil {
 		return nil, nil, media.Unsupported(Name, model, at, part, "a media part without media")
@@ -228,7 +232,7 @@ func mediaBlock(model string, at media.Loc, part *harness.Part) (*sdk.ImageBlock
 			if !ok {
 				return nil, nil, media.Unsupported(Name, model, at, part, "the API takes images of type image/jpeg, image/png, image/gif and image/webp")
 			}
-			b.Source.OfBase64 = &sdk.Base64ImageSourceParam{Data: media.Base64(md.Data), MediaType: mt}
+			b.Source.OfBase64 = &sdk.Base64ImageSourceParam{Data: in.Base64(md.Data), MediaType: mt}
 		case md.URI != "":
 			b.Source.OfURL = &sdk.URLImageSourceParam{URL: md.URI}
 		case md.FileID != "":
@@ -244,7 +248,7 @@ func mediaBlock(model string, at media.Loc, part *harness.Part) (*sdk.ImageBlock
 		}
 		switch {
 		case len(md.Data) > 0 && md.MIME == "application/pdf":
-			b.Source.OfBase64 = &sdk.Base64PDFSourceParam{Data: media.Base64(md.Data)}
+			b.Source.OfBase64 = &sdk.Base64PDFSourceParam{Data: in.Base64(md.Data)}
 		case len(md.Data) > 0 && (md.MIME == "text/plain" || strings.HasPrefix(md.MIME, "text/plain;")):
 			b.Source.OfText = &sdk.PlainTextSourceParam{Data: string(md.Data)}
 		case len(md.Data) > 0:

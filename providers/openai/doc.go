@@ -32,8 +32,11 @@
 // text, so a tool result's text parts join its content and its media
 // parts follow the step's tool messages in one user message, after a text
 // part naming the call they belong to ("Attachments of the result of tool
-// call <id> (<tool>):"). Bytes are base64-encoded once per request,
-// straight into a string of the final size.
+// call <id> (<tool>):"). Parts of 16 KiB and more are not encoded into
+// the request's JSON, which the SDK copies at every level of nesting: the
+// request carries a token in their place, and the provider's SDK
+// middleware streams their base64 into the body as it is sent, from the
+// part's own bytes (again on a retry).
 //
 // A part the API cannot take (an image by file ID, a document by URL,
 // audio other than WAV and MP3 or by reference, media in an assistant

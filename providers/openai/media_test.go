@@ -169,3 +169,53 @@ func TestDefaultPartSupport(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeMediaStreamed: parts of 16 KiB or more are streamed into the
+// body; the server receives their full encodings on the first attempt
+// and on a retry, for a plain and a streamed reply.
+func TestLargeMediaStreamed(t *testing.T) {
+	big := make([]byte, 200_002)
+	for i := range big {
+		big[i] = byte(i * 11)
+	}
+	b64 := base64.StdEncoding.EncodeToString(big)
+	for _, stream := range []bool{false, true} {
+		final := provtest.Fixture("plain.json")
+		if stream {
+			final = provtest.Fixture("stream_text.sse")
+		}
+		srv := replay.New(replay.Status(500, `{"error":{"type":"server_error","message":"try again"}}`, nil), final)
+		p := newTestProvider(t, srv, WithPartSupport(func(string, harness.PartType) bool { return true }))
+		req := &harness.ModelRequest{Model: model, Stream: stream, Messages: []harness.Message{harness.UserParts(harness.Text("look"),
+			harness.ImagePart(big, "image/png"), harness.DocumentPart(big, "application/pdf"), harness.AudioPart(big, "audio/mpeg"))}}
+		if _, err := p.Generate(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		srv.Close()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		for i, r := range reqs {
+			var body struct {
+				Messages []struct {
+					Content []struct {
+						ImageURL struct{ URL string } `json:"image_url"`
+						File     struct {
+							FileData string `json:"file_data"`
+						} `json:"file"`
+						InputAudio struct{ Data, Format string } `json:"input_audio"`
+					} `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(r.Body, &body); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			c := body.Messages[0].Content
+			if c[1].ImageURL.URL != "data:image/png;base64,"+b64 || c[2].File.FileData != "data:application/pdf;base64,"+b64 ||
+				c[3].InputAudio.Data != b64 || c[3].InputAudio.Format != "mp3" {
+				t.Errorf("stream=%v request %d: the media were not sent whole: %d %d %d %q", stream, i, len(c[1].ImageURL.URL), len(c[2].File.FileData), len(c[3].InputAudio.Data), c[3].InputAudio.Format)
+			}
+		}
+	}
+}

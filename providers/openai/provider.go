@@ -18,6 +18,7 @@ import (
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/providers/internal/apierr"
 	"github.com/harnessx/harnessx/providers/internal/clientopt"
+	"github.com/harnessx/harnessx/providers/internal/media"
 )
 
 // Name is the provider name reported in [harness.ModelResponse.Provider]
@@ -179,18 +180,23 @@ func (p *Provider) ProviderName() string { return Name }
 // max_completion_tokens and temperature when the request set them, and
 // whether it streamed.
 func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
-	params, err := p.params(req)
+	var in media.Inliner
+	params, err := p.params(req, &in)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, apierr.Canceled(Name, ctx)
 	}
+	var opts []option.RequestOption
+	if in.Streams() {
+		opts = append(opts, option.WithMiddleware(in.Middleware))
+	}
 	var resp *harness.ModelResponse
 	if req.Stream {
-		resp, err = p.stream(ctx, params)
+		resp, err = p.stream(ctx, params, opts...)
 	} else {
-		resp, err = p.generate(ctx, params)
+		resp, err = p.generate(ctx, params, opts...)
 	}
 	if err != nil {
 		return nil, err
@@ -200,8 +206,8 @@ func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*ha
 }
 
 // generate sends params without streaming.
-func (p *Provider) generate(ctx context.Context, params sdk.ChatCompletionNewParams) (*harness.ModelResponse, error) {
-	c, err := p.client.Chat.Completions.New(ctx, params)
+func (p *Provider) generate(ctx context.Context, params sdk.ChatCompletionNewParams, opts ...option.RequestOption) (*harness.ModelResponse, error) {
+	c, err := p.client.Chat.Completions.New(ctx, params, opts...)
 	if err != nil {
 		return nil, p.wrapErr(ctx, err)
 	}

@@ -28,7 +28,11 @@ const errorPrefix = "Error: "
 //     resultParts).
 //   - MaxTokens goes out as max_completion_tokens, Temperature as
 //     temperature; with Stream, stream_options.include_usage is set.
-func (p *Provider) params(req *harness.ModelRequest) (sdk.ChatCompletionNewParams, error) {
+//
+// Inline bytes of 16 KiB and more go through in (see media.Inliner): the
+// request carries tokens that its middleware replaces by the base64
+// streamed from the part's bytes.
+func (p *Provider) params(req *harness.ModelRequest, in *media.Inliner) (sdk.ChatCompletionNewParams, error) {
 	var params sdk.ChatCompletionNewParams
 	if req.Model == "" {
 		return params, fmt.Errorf("%s: %w: no model (use harness.WithModel)", Name, ErrInvalidRequest)
@@ -79,7 +83,7 @@ func (p *Provider) params(req *harness.ModelRequest) (sdk.ChatCompletionNewParam
 		m := &req.Messages[i]
 		switch m.Role {
 		case harness.RoleUser:
-			u, ok, err := p.userMessage(req.Model, i, m)
+			u, ok, err := p.userMessage(req.Model, i, m, in)
 			if err != nil {
 				return params, err
 			}
@@ -110,7 +114,7 @@ func (p *Provider) params(req *harness.ModelRequest) (sdk.ChatCompletionNewParam
 					content = errorPrefix + content
 				}
 				var err error
-				if content, attached, err = p.resultParts(req.Model, i, j, tr, content, attached); err != nil {
+				if content, attached, err = p.resultParts(req.Model, i, j, tr, content, attached, in); err != nil {
 					return params, err
 				}
 				params.Messages = append(params.Messages, sdk.ToolMessage(content, tr.CallID))
@@ -141,7 +145,7 @@ func sentParams(params *sdk.ChatCompletionNewParams, stream bool) harness.Reques
 
 // userMessage converts user message i: one string for one text, parts
 // otherwise.
-func (p *Provider) userMessage(model string, i int, m *harness.Message) (sdk.ChatCompletionMessageParamUnion, bool, error) {
+func (p *Provider) userMessage(model string, i int, m *harness.Message, in *media.Inliner) (sdk.ChatCompletionMessageParamUnion, bool, error) {
 	var texts []string
 	hasMedia := false
 	for j := range m.Content {
@@ -159,7 +163,7 @@ func (p *Provider) userMessage(model string, i int, m *harness.Message) (sdk.Cha
 			case part.Type == harness.PartText && part.Text != "":
 				parts = append(parts, sdk.TextContentPart(part.Text))
 			case part.IsMedia():
-				c, err := p.contentPart(model, media.Loc{Message: i, Part: j, ResultPart: -1}, part)
+				c, err := p.contentPart(model, media.Loc{Message: i, Part: j, ResultPart: -1}, part, in)
 				if err != nil {
 					return sdk.ChatCompletionMessageParamUnion{}, false, err
 				}
@@ -234,7 +238,7 @@ func toolArguments(in json.RawMessage) string {
 // line; media parts go to attached, the content of the user message that
 // follows the tool messages (tool messages take only text), after a text
 // part naming the call they belong to.
-func (p *Provider) resultParts(model string, i, j int, tr *harness.ToolResult, content string, attached []sdk.ChatCompletionContentPartUnionParam) (string, []sdk.ChatCompletionContentPartUnionParam, error) {
+func (p *Provider) resultParts(model string, i, j int, tr *harness.ToolResult, content string, attached []sdk.ChatCompletionContentPartUnionParam, in *media.Inliner) (string, []sdk.ChatCompletionContentPartUnionParam, error) {
 	named := false
 	for k := range tr.Parts {
 		part := &tr.Parts[k]
@@ -247,7 +251,7 @@ func (p *Provider) resultParts(model string, i, j int, tr *harness.ToolResult, c
 			}
 			continue
 		}
-		c, err := p.contentPart(model, media.Loc{Message: i, Part: j, ResultPart: k}, part)
+		c, err := p.contentPart(model, media.Loc{Message: i, Part: j, ResultPart: k}, part, in)
 		if err != nil {
 			return "", nil, err
 		}
@@ -272,7 +276,7 @@ var audioFormats = map[string]string{
 // plain-text document as text, and audio as input_audio (WAV or MP3
 // bytes). What the API or the model cannot take is an
 // *harness.UnsupportedPartError.
-func (p *Provider) contentPart(model string, at media.Loc, part *harness.Part) (sdk.ChatCompletionContentPartUnionParam, error) {
+func (p *Provider) contentPart(model string, at media.Loc, part *harness.Part, in *media.Inliner) (sdk.ChatCompletionContentPartUnionParam, error) {
 	var none sdk.ChatCompletionContentPartUnionParam
 	md := part.Media
 	if md == nil {
@@ -288,7 +292,7 @@ func (p *Provider) contentPart(model string, at media.Loc, part *harness.Part) (
 			if !strings.HasPrefix(md.MIME, "image/") {
 				return none, media.Unsupported(Name, model, at, part, "an image part needs an image/* MIME type")
 			}
-			return sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: media.DataURL(md.MIME, md.Data)}), nil
+			return sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: in.DataURL(md.MIME, md.Data)}), nil
 		case md.URI != "":
 			return sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: md.URI}), nil
 		}
@@ -303,7 +307,7 @@ func (p *Provider) contentPart(model string, at media.Loc, part *harness.Part) (
 				name = "document.pdf"
 			}
 			return sdk.FileContentPart(sdk.ChatCompletionContentPartFileFileParam{
-				FileData: sdk.String(media.DataURL(md.MIME, md.Data)), Filename: sdk.String(name)}), nil
+				FileData: sdk.String(in.DataURL(md.MIME, md.Data)), Filename: sdk.String(name)}), nil
 		case len(md.Data) > 0:
 			return none, media.Unsupported(Name, model, at, part, "Chat Completions takes inline documents of type application/pdf and text/plain")
 		case md.FileID != "":
@@ -322,7 +326,7 @@ func (p *Provider) contentPart(model string, at media.Loc, part *harness.Part) (
 		case !ok:
 			return none, media.Unsupported(Name, model, at, part, "Chat Completions takes audio of type audio/wav and audio/mpeg")
 		}
-		return sdk.InputAudioContentPart(sdk.ChatCompletionContentPartInputAudioInputAudioParam{Data: media.Base64(md.Data), Format: format}), nil
+		return sdk.InputAudioContentPart(sdk.ChatCompletionContentPartInputAudioInputAudioParam{Data: in.Base64(md.Data), Format: format}), nil
 	}
 	return none, media.Unsupported(Name, model, at, part, "not a media part")
 }
