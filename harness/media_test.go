@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/harnessx/harnessx/harness"
@@ -435,5 +436,95 @@ func TestMediaSHA256(t *testing.T) {
 	if harness.FilePart("f", "image/jpeg").Type != harness.PartImage || harness.FilePart("f", "audio/mpeg").Type != harness.PartAudio ||
 		harness.FilePart("f", "application/pdf").Type != harness.PartDocument {
 		t.Error("FilePart kinds")
+	}
+}
+
+// jsonSteps is a step runner that records outcomes as JSON, as a durable
+// runtime does, and replays them decoded.
+type jsonSteps struct {
+	mu     sync.Mutex
+	models map[string][]byte
+	tools  map[string][]byte
+}
+
+func (r *jsonSteps) Model(ctx context.Context, s *harness.Step, fn func(context.Context) (*harness.ModelResponse, error)) (*harness.ModelResponse, error) {
+	r.mu.Lock()
+	b, ok := r.models[s.Key]
+	r.mu.Unlock()
+	if ok {
+		var resp harness.ModelResponse
+		return &resp, json.Unmarshal(b, &resp)
+	}
+	resp, err := fn(ctx)
+	if err == nil {
+		b, err = json.Marshal(resp)
+		r.mu.Lock()
+		r.models[s.Key] = b
+		r.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (r *jsonSteps) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx context.Context, i int) *harness.ToolResult) []*harness.ToolResult {
+	out := make([]*harness.ToolResult, len(steps))
+	for i, s := range steps {
+		r.mu.Lock()
+		b, ok := r.tools[s.Key]
+		r.mu.Unlock()
+		if ok {
+			out[i] = new(harness.ToolResult)
+			if err := json.Unmarshal(b, out[i]); err != nil {
+				panic(err)
+			}
+			continue
+		}
+		out[i] = fn(ctx, i)
+		b, err := json.Marshal(out[i])
+		if err != nil {
+			panic(err)
+		}
+		r.mu.Lock()
+		r.tools[s.Key] = b
+		r.mu.Unlock()
+	}
+	return out
+}
+
+// TestMediaDurableRecovery: a run whose user message and tool result carry
+// images crashes before its last model step; recovered from the JSON its
+// runner recorded, the tool does not run again and the model receives
+// both images' bytes.
+func TestMediaDurableRecovery(t *testing.T) {
+	img, shot := fakeImage(3000, 1), fakeImage(2000, 2)
+	runs := 0
+	tool := harness.MustTool(harness.NewTool("screenshot", "Screenshot.", func(context.Context, shotIn) (harness.ToolOutput, error) {
+		runs++
+		return harness.ToolOutput{Text: "shot", Parts: []harness.Part{harness.ImagePart(shot, "image/png")}}, nil
+	}))
+	steps := &jsonSteps{models: map[string][]byte{}, tools: map[string][]byte{}}
+	crash := errors.New("process stopped")
+	p1 := ht.NewScriptedProvider(ht.CallTool("c1", "screenshot", `{"page":"a"}`), ht.Fail(crash))
+	a := newAgent(t, p1, harness.WithTools(tool), harness.WithStepRunner(steps))
+	ctx := harness.ContextWithRunID(context.Background(), "run-1")
+	msg := harness.UserParts(harness.Text("look"), harness.ImagePart(img, "image/png"))
+	if _, err := a.RunMessage(ctx, msg); !errors.Is(err, crash) {
+		t.Fatalf("first execution: %v", err)
+	}
+	p2 := ht.NewScriptedProvider(ht.Reply("a screen"))
+	b := newAgent(t, p2, harness.WithTools(tool), harness.WithStepRunner(steps))
+	res, err := b.RunMessage(harness.ContextRecovered(ctx, 2), msg)
+	if err != nil || res.Text != "a screen" {
+		t.Fatalf("recovery: %v %+v", err, res)
+	}
+	if runs != 1 {
+		t.Errorf("the tool ran %d times", runs)
+	}
+	req := p2.Requests()[0]
+	tr := req.Messages[2].Content[0].ToolResult
+	if len(tr.Parts) != 1 || !bytes.Equal(tr.Parts[0].Media.Data, shot) || tr.Parts[0].MIME() != "image/png" || tr.Parts[0].Media.SHA256() != sha256.Sum256(shot) {
+		t.Errorf("recovered tool result %+v", tr)
+	}
+	if !bytes.Equal(req.Messages[0].Content[1].Media.Data, img) {
+		t.Error("the user image")
 	}
 }
