@@ -30,7 +30,8 @@ type Option func(*config)
 //   - no retries (providers built on vendor SDKs retry themselves);
 //   - no step runner: model requests and tool calls run directly;
 //   - no answerer for AskUser (WithAsker);
-//   - state directory DefaultStateDir, with the file store of Storage.
+//   - state directory DefaultStateDir, with the file store of Storage;
+//   - inline limit DefaultInlineLimit (5 MiB) per part.
 type config struct {
 	provider    Provider
 	model       string
@@ -50,6 +51,7 @@ type config struct {
 	stateDir    string
 	stateDirSet bool
 	storage     StorageBackend
+	inlineLimit int64
 
 	tools      []*Tool
 	middleware []Middleware
@@ -106,6 +108,15 @@ func WithStreaming(on bool) Option { return func(c *config) { c.stream = on } }
 // WithMaxSteps bounds the model requests of one run; a run that needs more
 // fails with [ErrMaxSteps]. Default 32.
 func WithMaxSteps(n int) Option { return func(c *config) { c.maxSteps = n } }
+
+// WithInlineLimit bounds the inline bytes of one media part, in bytes;
+// n <= 0 means [DefaultInlineLimit] (5 MiB). A part over the limit is
+// refused where it enters: [Agent.RunMessage] fails with a
+// [*PartSizeError] and stores nothing, and a tool result carrying one
+// becomes an error result whose text names the part and the limit. A part
+// that refers to its content by URI or file ID has no inline bytes and
+// passes.
+func WithInlineLimit(n int64) Option { return func(c *config) { c.inlineLimit = n } }
 
 // WithPermissionManager decides calls of tools that inherit their permission.
 func WithPermissionManager(m PermissionManager) Option { return func(c *config) { c.perm = m } }
@@ -229,6 +240,9 @@ func newAgent(opts []Option) (*Agent, error) {
 	}
 	if c.name == "" {
 		c.name = "agent"
+	}
+	if c.inlineLimit <= 0 {
+		c.inlineLimit = DefaultInlineLimit
 	}
 	if c.maxSteps <= 0 {
 		c.maxSteps = 32

@@ -3,6 +3,8 @@ package harness_test
 import (
 	"context"
 	"encoding/json"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/harnessx/harnessx/harness"
@@ -67,5 +69,53 @@ func BenchmarkRun(b *testing.B) {
 			b.Fatal(err, res)
 		}
 		a.Reset()
+	}
+}
+
+// imageScript is three model steps: two tool calls, then the answer.
+var imageScript = []harnesstest.Response{
+	harnesstest.CallTool("call_1", "weather", `{"city":"Paris"}`),
+	harnesstest.CallTool("call_2", "weather", `{"city":"Lyon"}`),
+	{Text: "A map of France; sunny in Paris and Lyon.", Usage: harness.Usage{InputTokens: 10, OutputTokens: 5}},
+}
+
+// BenchmarkRunWithImage is one agent.RunMessage of three scripted model
+// steps whose user message carries an image of 50 KiB or 5 MiB. The image
+// is made once; each run builds its part (a new Media, so the SHA-256 is
+// computed in every run, as it would be for a new image). bytes/image is
+// the allocated bytes per run over the image size, which stays far below
+// 1: the history and the three requests share the bytes. The scripted
+// provider encodes nothing; the base64 encoding a real provider does once
+// per request is measured by BenchmarkRunWithImage in providers/anthropic.
+func BenchmarkRunWithImage(b *testing.B) {
+	for _, size := range []int{50 << 10, 5 << 20} {
+		b.Run(strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
+			img := make([]byte, size)
+			for i := range img {
+				img[i] = byte(i * 31)
+			}
+			p := harnesstest.NewScriptedProvider(imageScript...)
+			p.Loop, p.DiscardRequests = true, true
+			a, err := harness.New(harness.WithProvider(p), harness.WithModel("m"),
+				harness.WithTools(harness.MustTool(harness.NewTool("weather", "Weather of a city.", weather))))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			before := m.TotalAlloc
+			for b.Loop() {
+				res, err := a.RunMessage(ctx, harness.UserParts(harness.Text("what is this?"), harness.ImagePart(img, "image/png")))
+				if err != nil || res.Steps != 3 {
+					b.Fatal(err, res)
+				}
+				a.Reset()
+			}
+			runtime.ReadMemStats(&m)
+			b.ReportMetric(float64(m.TotalAlloc-before)/float64(b.N)/float64(size), "bytes/image")
+		})
 	}
 }

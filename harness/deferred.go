@@ -285,18 +285,18 @@ func ActivateTools(ctx context.Context, names ...string) error {
 	return nil
 }
 
-// takeActivations returns the names ActivateTools collected for the call
-// ctx belongs to.
-func takeActivations(ctx context.Context) []string {
+// takeResult returns the names ActivateTools and the parts AddResultParts
+// collected for the call ctx belongs to.
+func takeResult(ctx context.Context) (names []string, parts []Part) {
 	s, _ := ctx.Value(scopeKey{}).(*toolScope)
 	if s == nil {
-		return nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	names := s.activate
-	s.activate = nil
-	return names
+	names, parts = s.activate, s.parts
+	s.activate, s.parts = nil, nil
+	return names, parts
 }
 
 // lookup returns the offered tool of that name: nil for a name the

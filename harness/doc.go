@@ -218,6 +218,43 @@
 //     builds, a durable runtime's rebuilt agents included, not only for
 //     sessions created through an API.
 //
+// # Images, documents and audio
+//
+// Besides text, tool calls, tool results and reasoning, a [Part] can be an
+// image, a document (PDF, plain text) or audio ([PartImage],
+// [PartDocument], [PartAudio]), whose [Media] holds the bytes, a URI or a
+// provider file ID, with a MIME type and an optional name. [ImagePart],
+// [ImageURL], [DocumentPart], [DocumentURL], [AudioPart] and [FilePart]
+// build them, [Text] builds a text part, and [UserParts] a user message of
+// parts, which [Agent.RunMessage] runs as Run runs a string. A tool
+// returns parts beside its text: [NewTool] recognises a [ToolOutput]
+// result, and a [Tool.Handler] adds them with [AddResultParts]; either
+// way they are [ToolResult.Parts].
+//
+// A part's bytes are held once. Messages share their Media by pointer, so
+// the history, every model request of every step and a result middleware
+// see the same []byte; the engine never copies it. A provider encodes it
+// for its API once per request; providers/anthropic and providers/openai
+// stream that base64 into the request body rather than build it. The prompt-cache prefix key covers a
+// media part by the SHA-256 of its bytes, computed once per Media and
+// cached ([Media.SHA256]), so a 5 MiB image adds 32 bytes to what is
+// hashed, and when an image in the prefix changes, [PrefixKey.Break] names
+// the message and part (and the tool result's part) that changed, with
+// the digests before and after. Sessions, pending approvals and the
+// JSON a durable runtime records keep the bytes as base64
+// (encoding/json's encoding of a []byte), not a reference.
+//
+// A part whose inline bytes exceed the inline limit ([WithInlineLimit],
+// default [DefaultInlineLimit], 5 MiB) is refused where it enters:
+// RunMessage fails with a [*PartSizeError] and stores nothing, and a tool
+// result carrying one (checked after the result middleware, which may
+// replace the part by a reference) becomes an error result whose text
+// names the part and the limit. A part that refers to its content by URI
+// or file ID has no inline bytes. A provider that cannot send a part to
+// the request's model fails before sending anything, with an
+// [*UnsupportedPartError] ([ErrUnsupportedPart]) naming the message, the
+// part, its MIME type and the model.
+//
 // # Sessions and the prompt-cache prefix key
 //
 // [Agent.SaveSession] writes versioned JSON with the conversation, pending

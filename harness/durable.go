@@ -325,6 +325,7 @@ type toolScope struct {
 
 	mu       sync.Mutex
 	activate []string // from ActivateTools
+	parts    []Part   // from AddResultParts
 }
 
 // Value returns the scope for scopeKey and asks the parent otherwise.

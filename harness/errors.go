@@ -54,6 +54,19 @@ var (
 	// is computed from.
 	ErrInTransform = errors.New("harness: called from inside a tool transform")
 
+	// ErrInvalidPart is returned for a malformed content part: a media part
+	// without media, with no source or more than one (data, URI, file ID),
+	// or inline data without a MIME type.
+	ErrInvalidPart = errors.New("harness: invalid part")
+	// ErrPartTooLarge is matched by a [*PartSizeError]: a part's inline
+	// bytes exceed the agent's inline limit ([WithInlineLimit]).
+	ErrPartTooLarge = errors.New("harness: part too large")
+	// ErrUnsupportedPart is matched by an [*UnsupportedPartError]: a
+	// provider cannot send a part to the request's model (audio to a model
+	// that takes no audio, an image type it does not read), found before
+	// anything is sent.
+	ErrUnsupportedPart = errors.New("harness: unsupported part")
+
 	errInvalidHash = errors.New("harness: invalid hash")
 )
 

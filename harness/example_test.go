@@ -93,6 +93,44 @@ func ExampleAgent_Resume() {
 	// completed Done.
 }
 
+// ExampleAgent_RunMessage starts a run from a user message with an image,
+// and a tool returns a second image beside its text (a ToolOutput).
+func ExampleAgent_RunMessage() {
+	photo := []byte("\x89PNG\r\n\x1a\n…the user's photo")
+	crop := harness.MustTool(harness.NewTool("crop", "Crop the photo.", func(context.Context, struct{}) (harness.ToolOutput, error) {
+		return harness.ToolOutput{Text: "cropped", Parts: []harness.Part{harness.ImagePart([]byte("\x89PNG…the crop"), "image/png")}}, nil
+	}))
+	model := ht.NewScriptedProvider(ht.CallTool("c1", "crop", `{}`), ht.Reply("A cat."))
+	agent, _ := harness.New(harness.WithProvider(model), harness.WithTools(crop))
+	defer agent.Close(context.Background())
+
+	res, err := agent.RunMessage(context.Background(), harness.UserParts(
+		harness.Text("What is in this photo?"),
+		harness.ImagePart(photo, "image/png"),
+	))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range res.Messages {
+		for _, p := range m.Content {
+			switch {
+			case p.IsMedia():
+				fmt.Println(m.Role, p.Type, p.MIME())
+			case p.ToolResult != nil:
+				fmt.Println(m.Role, p.ToolResult.Content, "+", len(p.ToolResult.Parts), "part:", p.ToolResult.Parts[0].Type)
+			case p.Type == harness.PartText:
+				fmt.Println(m.Role, p.Text)
+			}
+		}
+	}
+	// Output:
+	// user What is in this photo?
+	// user image image/png
+	// tool cropped + 1 part: image
+	// assistant A cat.
+}
+
 // ExampleExecutionKey runs a turn under a run ID chosen by the caller (a
 // durable runtime's workflow ID) and shows the execution key a tool can
 // send to an external API as an idempotency key.

@@ -32,6 +32,13 @@ const (
 	PartToolResult PartType = "tool_result"
 	// PartReasoning is model reasoning text returned by some providers.
 	PartReasoning PartType = "reasoning"
+	// PartImage, PartDocument and PartAudio are media parts: their
+	// [Media] holds the bytes, a URI or a provider file ID. Build them
+	// with [ImagePart], [ImageURL], [DocumentPart], [DocumentURL],
+	// [AudioPart] and [FilePart].
+	PartImage    PartType = "image"
+	PartDocument PartType = "document" // a PDF or plain-text document
+	PartAudio    PartType = "audio"
 )
 
 // Message is one entry of a conversation. It is plain data and
@@ -41,13 +48,17 @@ type Message struct {
 	Content []Part `json:"content"`
 }
 
-// Part is one piece of a [Message]: text, a tool call, a tool result or
-// reasoning. Exactly one of Text, ToolCall and ToolResult is set, as Type says.
+// Part is one piece of a [Message]: text, a tool call, a tool result,
+// reasoning, or media (an image, a document, audio). Exactly one of Text,
+// ToolCall, ToolResult and Media is set, as Type says.
 type Part struct {
 	Type       PartType    `json:"type"`
 	Text       string      `json:"text,omitempty"`
 	ToolCall   *ToolCall   `json:"tool_call,omitempty"`
 	ToolResult *ToolResult `json:"tool_result,omitempty"`
+	// Media is the content of an image, document or audio part. It is
+	// shared by every copy of the part (see [Media]).
+	Media *Media `json:"media,omitempty"`
 	// ProviderData is opaque data a provider needs to send this part back
 	// unchanged, such as the signature of an Anthropic thinking block or
 	// the data of a redacted one. It is saved with sessions and is part of
@@ -97,6 +108,12 @@ type ToolResult struct {
 	Name string `json:"name"`
 	// Content is what the model reads.
 	Content string `json:"content"`
+	// Parts are what the model reads after Content: text and media parts
+	// (an image a tool made, a document it fetched). A tool returns them
+	// with [ToolOutput] or [AddResultParts]; a result middleware may set
+	// them too. Media parts over the agent's inline limit turn the result
+	// into an error result (see [WithInlineLimit]).
+	Parts []Part `json:"parts,omitempty"`
 	// IsError tells the model the call failed; Content says why.
 	IsError bool `json:"is_error,omitempty"`
 	// Status classifies the outcome for observers.

@@ -140,6 +140,53 @@ func Approved(ctx context.Context) bool {
 // [ErrInstalling] and runs nothing: the extensions after it are not
 // installed yet.
 func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error) {
+	return a.run(ctx, userMessage, nil)
+}
+
+// RunMessage is [Agent.Run] with a user message of parts instead of a
+// string: text, images, documents and audio, built with [UserParts].
+//
+//	res, err := agent.RunMessage(ctx, harness.UserParts(
+//		harness.Text("What is in this picture?"),
+//		harness.ImagePart(png, "image/png")))
+//
+// The message's role must be user (an empty role means user). Its parts
+// are checked before anything is stored or sent: a malformed part fails
+// with [ErrInvalidPart], and a part whose inline bytes exceed the inline
+// limit ([WithInlineLimit], default 5 MiB) with a [*PartSizeError]
+// ([ErrPartTooLarge]) that names the part and the limit. No command is
+// resolved: text that starts with "/" goes to the model as it is. The
+// input that turn-start callbacks, run interceptors and run-start hooks
+// see is the message's text ([Message.Text]).
+//
+// The parts' content slice is copied, the media are not: the history and
+// every model request of the run refer to the caller's bytes, which must
+// not change afterwards.
+func (a *Agent) RunMessage(ctx context.Context, m Message) (*RunResult, error) {
+	if m.Role == "" {
+		m.Role = RoleUser
+	}
+	if m.Role != RoleUser {
+		return nil, fmt.Errorf("%w: RunMessage takes a user message, not a %q one", ErrInvalidPart, m.Role)
+	}
+	if len(m.Content) == 0 {
+		return nil, fmt.Errorf("%w: RunMessage with an empty message", ErrInvalidPart)
+	}
+	for i := range m.Content {
+		if err := checkContentPart(&m.Content[i]); err != nil {
+			return nil, fmt.Errorf("%w: part %d of the user message: %v", ErrInvalidPart, i, err)
+		}
+	}
+	if err := checkInline(m.Content, a.cfg.inlineLimit, "user message"); err != nil {
+		return nil, err
+	}
+	m.Content = slices.Clone(m.Content)
+	return a.run(ctx, m.Text(), &m)
+}
+
+// run is Run (msg nil: userMessage is the input, commands resolve) and
+// RunMessage (msg is the user message, userMessage its text).
+func (a *Agent) run(ctx context.Context, userMessage string, msg *Message) (*RunResult, error) {
 	if a.installing.Load() {
 		return nil, fmt.Errorf("%w: Run during an extension's Install", ErrInstalling)
 	}
@@ -162,7 +209,7 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 	rs := &runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage,
 		Attempt: attempt, Recovered: attempt > 1}}
 	info := &rs.info
-	if len(userMessage) > 1 && userMessage[0] == '/' {
+	if msg == nil && len(userMessage) > 1 && userMessage[0] == '/' {
 		if userMessage[1] == '/' {
 			userMessage = userMessage[1:]
 			info.Input = userMessage
@@ -178,7 +225,7 @@ func (a *Agent) Run(ctx context.Context, userMessage string) (*RunResult, error)
 		}
 	}
 	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
-		return a.turn(ctx, res, userMessage, nil, info)
+		return a.turn(ctx, res, userMessage, msg, nil, info)
 	})
 	if set && res.Command != nil && a.recordsOutcome() {
 		// The run of a recorded command's prompt: its outcome joins the
@@ -238,7 +285,7 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 		Steps: p.Steps, Attempt: attempt, Recovered: attempt > 1}}
 	info := &rs.info
 	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
-		return a.turn(ctx, res, p.Input, &resumeState{p: p, decisions: byID}, info)
+		return a.turn(ctx, res, p.Input, nil, &resumeState{p: p, decisions: byID}, info)
 	})
 	if p.Command && a.recordsOutcome() {
 		a.recordOutcome(rs, nil, res)
@@ -280,8 +327,9 @@ func (a *Agent) intercept(ctx context.Context, info *RunInfo, core RunFunc) *Run
 	return ics[0].InterceptRun(ctx, info, next)
 }
 
-// turn runs a turn or its resumption. It owns runMu.
-func (a *Agent) turn(ctx context.Context, res *RunResult, input string, rs *resumeState, info *RunInfo) *RunResult {
+// turn runs a turn (msg is its user message; nil means input as text) or
+// its resumption. It owns runMu.
+func (a *Agent) turn(ctx context.Context, res *RunResult, input string, msg *Message, rs *resumeState, info *RunInfo) *RunResult {
 	s := a.snap.Load()
 	if len(s.hooks[EventRunStart]) > 0 {
 		a.emit(ctx, s, &Event{Type: EventRunStart, RunID: res.RunID, Input: input, Attempt: info.Attempt, Recovered: info.Recovered})
@@ -296,7 +344,11 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, rs *resu
 			}
 		}
 		msgStart = len(a.messages)
-		a.addMessage(ctx, res, UserMessage(input))
+		if msg != nil {
+			a.addMessage(ctx, res, *msg)
+		} else {
+			a.addMessage(ctx, res, UserMessage(input))
+		}
 	} else {
 		msgStart = rs.p.MsgStart
 		a.addMessage(ctx, res, toolMessage(a.resumeTools(ctx, res, rs)))
@@ -706,6 +758,9 @@ func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call 
 			r = errorResult(call, ToolMiddlewareErr, fmt.Sprintf("tool result middleware failed: %v", err))
 		}
 	}
+	if len(r.Parts) > 0 {
+		r = a.checkResultParts(call, r)
+	}
 	if r.CallID == "" {
 		r.CallID = call.ID
 	}
@@ -715,6 +770,26 @@ func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call 
 	if len(s.hooks[EventToolCallEnd]) > 0 {
 		a.emit(ctx, s, &Event{Type: EventToolCallEnd, RunID: res.RunID, Step: res.Steps, ToolCall: call,
 			ToolResult: r, Duration: time.Since(start)})
+	}
+	return r
+}
+
+// checkResultParts returns r, or an error result in its place when one of
+// its parts is malformed or over the inline limit: the point where a
+// tool's parts enter the conversation is after the result middleware, so
+// that a middleware may first replace a large part with a reference.
+func (a *Agent) checkResultParts(call *ToolCall, r *ToolResult) *ToolResult {
+	for i := range r.Parts {
+		if err := checkContentPart(&r.Parts[i]); err != nil {
+			e := errorResult(call, ToolError, fmt.Sprintf("harness: %v: part %d of the result of tool %q: %v", ErrInvalidPart, i, call.Name, err))
+			e.ErrorType = "invalid_part"
+			return e
+		}
+	}
+	if err := checkInline(r.Parts, a.cfg.inlineLimit, fmt.Sprintf("result of tool %q", call.Name)); err != nil {
+		e := errorResult(call, ToolError, err.Error())
+		e.ErrorType = "part_too_large"
+		return e
 	}
 	return r
 }
@@ -839,7 +914,8 @@ func (a *Agent) execute(ctx context.Context, t *Tool, call *ToolCall) *ToolResul
 		}
 		return r
 	}
-	return &ToolResult{CallID: call.ID, Name: call.Name, Content: o.content, Status: ToolOK, Activate: takeActivations(ctx)}
+	act, parts := takeResult(ctx)
+	return &ToolResult{CallID: call.ID, Name: call.Name, Content: o.content, Status: ToolOK, Activate: act, Parts: parts}
 }
 
 func invoke(ctx context.Context, t *Tool, input json.RawMessage) (o outcome) {

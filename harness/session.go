@@ -335,12 +335,27 @@ func checkMessage(m Message) error {
 		ok := false
 		switch p.Type {
 		case PartText, PartReasoning:
-			ok = p.ToolCall == nil && p.ToolResult == nil
+			ok = p.ToolCall == nil && p.ToolResult == nil && p.Media == nil
 		case PartToolCall:
-			ok = p.ToolCall != nil && p.ToolResult == nil && p.ToolCall.Name != "" && m.Role == RoleAssistant &&
+			ok = p.ToolCall != nil && p.ToolResult == nil && p.Media == nil && p.ToolCall.Name != "" && m.Role == RoleAssistant &&
 				(len(p.ToolCall.Input) == 0 || json.Valid(p.ToolCall.Input))
 		case PartToolResult:
-			ok = p.ToolResult != nil && p.ToolCall == nil && m.Role == RoleTool
+			ok = p.ToolResult != nil && p.ToolCall == nil && p.Media == nil && m.Role == RoleTool
+			if ok {
+				for k := range p.ToolResult.Parts {
+					if err := checkContentPart(&p.ToolResult.Parts[k]); err != nil {
+						return fmt.Errorf("part %d: result part %d: %v", j, k, err)
+					}
+				}
+			}
+		case PartImage, PartDocument, PartAudio:
+			if m.Role == RoleTool {
+				return fmt.Errorf("part %d: a %q part in a tool message", j, p.Type)
+			}
+			if err := checkContentPart(&p); err != nil {
+				return fmt.Errorf("part %d: %v", j, err)
+			}
+			ok = true
 		}
 		if !ok {
 			return fmt.Errorf("part %d: malformed %q part", j, p.Type)

@@ -151,6 +151,8 @@ func FuzzLoadSession(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte(`{"version":1,"session_id":"s","messages":[]}`))
 	f.Add([]byte(`{"version":1,"session_id":"s","messages":[{"role":"tool","content":[{"type":"tool_result","tool_result":{"call_id":"c","name":"n","content":"x"}}]}]}`))
+	f.Add([]byte(`{"version":1,"session_id":"s","messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image","media":{"mime_type":"image/png","name":"a.png","data":"iVBORw0KGgo="}},{"type":"document","media":{"uri":"https://example.com/a.pdf"}},{"type":"audio","media":{"file_id":"f1","mime_type":"audio/wav"}}]},` +
+		`{"role":"tool","content":[{"type":"tool_result","tool_result":{"call_id":"c","name":"n","content":"x","parts":[{"type":"image","media":{"mime_type":"image/png","data":"AAEC"}},{"type":"text","text":"t"}]}}]}]}`))
 	f.Add([]byte(`{"version":2}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ext := &lifecycleExt{name: "counter", log: &orderLog{}}

@@ -181,8 +181,9 @@ func bound(err error) error {
 // required; a `jsonschema:"..."` tag gives a property's description. Unknown
 // properties are rejected.
 //
-// The result is the string itself when Out is a string, and Out's JSON
-// encoding otherwise.
+// The result is the string itself when Out is a string; Text, followed by
+// Parts as [ToolResult.Parts], when Out is [ToolOutput] or *ToolOutput;
+// and Out's JSON encoding otherwise.
 func NewTool[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) (*Tool, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("%w: %q has no function", ErrInvalidTool, name)
@@ -216,6 +217,13 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 				return v, nil
 			case []byte:
 				return string(v), nil
+			case ToolOutput:
+				return toolOutput(ctx, &v)
+			case *ToolOutput:
+				if v == nil {
+					return "", nil
+				}
+				return toolOutput(ctx, v)
 			}
 			b, err := json.Marshal(out)
 			if err != nil {
@@ -228,6 +236,16 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		return nil, err
 	}
 	return t, nil
+}
+
+// toolOutput adds o's parts to the call's result and returns its text.
+func toolOutput(ctx context.Context, o *ToolOutput) (string, error) {
+	if len(o.Parts) > 0 {
+		if err := AddResultParts(ctx, o.Parts...); err != nil {
+			return "", err
+		}
+	}
+	return o.Text, nil
 }
 
 // MustTool returns t and panics if err is not nil. It is for tools built

@@ -34,6 +34,25 @@
 // ProviderData (from another provider, or with the data stripped) is left
 // out of the request, since the API rejects unsigned thinking.
 //
+// # Media
+//
+// Image and document parts (harness.ImagePart, DocumentPart, ImageURL,
+// DocumentURL, FilePart), in user messages and in tool results'
+// [harness.ToolResult.Parts], become image and document blocks: inline
+// bytes as a base64 source (images of type image/jpeg, image/png,
+// image/gif and image/webp; documents of type application/pdf, and
+// text/plain as a text source), a URI as a url source, a file ID as a file
+// source (the Files API is a beta: add its anthropic-beta header with
+// [WithRequestOptions]). A document's name is its title. Parts of 16
+// KiB and more are not encoded into the request's JSON, which the SDK
+// copies at every level of nesting: the request carries a token in their
+// place, and the provider's SDK middleware streams their base64 into the
+// body as it is sent, from the part's own bytes (again on a retry), so a
+// 5 MiB image costs no copy of itself per request. The API takes no audio, other image or document types, or media
+// in assistant messages: such a part fails the request before anything is
+// sent, with a *harness.UnsupportedPartError (harness.ErrUnsupportedPart)
+// naming the message, the part, its MIME type and the model.
+//
 // Stop reasons map onto harness.StopReason (end_turn, tool_use, max_tokens,
 // stop_sequence, refusal, pause_turn; model_context_window_exceeded counts
 // as max_tokens) with the API's value in RawStopReason.

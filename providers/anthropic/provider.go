@@ -13,6 +13,7 @@ import (
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/providers/internal/apierr"
 	"github.com/harnessx/harnessx/providers/internal/clientopt"
+	"github.com/harnessx/harnessx/providers/internal/media"
 )
 
 // Name is the provider name reported in [harness.ModelResponse.Provider]
@@ -174,18 +175,23 @@ func (p *Provider) ProviderName() string { return Name }
 // (the request's, else the default), whether it streamed, and never a
 // temperature, which this API version does not take.
 func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
-	params, err := p.params(req)
+	var in media.Inliner
+	params, err := p.params(req, &in)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, apierr.Canceled(Name, ctx)
 	}
+	var opts []option.RequestOption
+	if in.Streams() {
+		opts = append(opts, option.WithMiddleware(in.Middleware))
+	}
 	var resp *harness.ModelResponse
 	if req.Stream {
-		resp, err = p.stream(ctx, params)
+		resp, err = p.stream(ctx, params, opts...)
 	} else {
-		resp, err = p.generate(ctx, params)
+		resp, err = p.generate(ctx, params, opts...)
 	}
 	if err != nil {
 		return nil, err
@@ -195,8 +201,8 @@ func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*ha
 }
 
 // generate sends params without streaming.
-func (p *Provider) generate(ctx context.Context, params sdk.MessageNewParams) (*harness.ModelResponse, error) {
-	msg, err := p.client.Messages.New(ctx, params)
+func (p *Provider) generate(ctx context.Context, params sdk.MessageNewParams, opts ...option.RequestOption) (*harness.ModelResponse, error) {
+	msg, err := p.client.Messages.New(ctx, params, opts...)
 	if err != nil {
 		return nil, p.wrapErr(ctx, err)
 	}

@@ -286,7 +286,7 @@ func TestReasoningLeftOut(t *testing.T) {
 				{Type: harness.PartReasoning, Text: "I should check.", ProviderData: json.RawMessage(tt.data)},
 				{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "t", Name: "f", Input: json.RawMessage(`{}`)}},
 			}}
-			blocks := p.blocks(&m)
+			blocks, _ := p.blocks(model, 0, &m, nil)
 			if len(blocks) != 1 || blocks[0].OfToolUse == nil {
 				t.Errorf("blocks %+v, want only the tool_use", blocks)
 			}
@@ -298,7 +298,7 @@ func TestReasoningLeftOut(t *testing.T) {
 		{Type: harness.PartReasoning, Text: "x", ProviderData: signedThinking("sig")},
 		{Type: harness.PartText, Text: "Hi"},
 	}}
-	if blocks := p.blocks(&m); len(blocks) != 1 || blocks[0].OfText == nil {
+	if blocks, _ := p.blocks(model, 0, &m, nil); len(blocks) != 1 || blocks[0].OfText == nil {
 		t.Errorf("user message blocks %+v", blocks)
 	}
 }
@@ -435,7 +435,7 @@ func TestToolInputSentAsObject(t *testing.T) {
 			m := harness.Message{Role: harness.RoleAssistant, Content: []harness.Part{
 				{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "t", Name: "f", Input: json.RawMessage(tt.in)}},
 			}}
-			blocks := p.blocks(&m)
+			blocks, _ := p.blocks(model, 0, &m, nil)
 			if len(blocks) != 1 || blocks[0].OfToolUse == nil {
 				t.Fatalf("blocks %+v", blocks)
 			}

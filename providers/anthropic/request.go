@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/providers/internal/media"
 )
 
 // params maps a harness request onto the SDK's MessageNewParams.
@@ -23,9 +25,17 @@ import (
 //     out, since the API rejects unsigned thinking.
 //   - Empty text parts and messages left empty are dropped: the API rejects
 //     empty text blocks.
+//   - Image and document parts, of user messages and of tool results,
+//     become image and document blocks (see mediaBlock); audio, and media
+//     in an assistant message, are an *harness.UnsupportedPartError before
+//     anything is sent.
 //   - Temperature is not sent: API version 2026-10-21, which SDK v2 speaks,
 //     rejects sampling parameters.
-func (p *Provider) params(req *harness.ModelRequest) (sdk.MessageNewParams, error) {
+//
+// Inline bytes of 16 KiB and more go through in (see media.Inliner): the
+// request carries tokens that its middleware replaces by the base64
+// streamed from the part's bytes.
+func (p *Provider) params(req *harness.ModelRequest, in *media.Inliner) (sdk.MessageNewParams, error) {
 	var params sdk.MessageNewParams
 	if req.Model == "" {
 		return params, fmt.Errorf("%s: %w: no model (use harness.WithModel)", Name, ErrInvalidRequest)
@@ -69,7 +79,10 @@ func (p *Provider) params(req *harness.ModelRequest) (sdk.MessageNewParams, erro
 	params.Messages = make([]sdk.MessageParam, 0, len(req.Messages))
 	for i := range req.Messages {
 		m := &req.Messages[i]
-		blocks := p.blocks(m)
+		blocks, err := p.blocks(req.Model, i, m, in)
+		if err != nil {
+			return params, err
+		}
 		if len(blocks) == 0 {
 			continue
 		}
@@ -103,10 +116,11 @@ func sentParams(params *sdk.MessageNewParams, stream bool) harness.RequestParams
 	}
 }
 
-// blocks converts the parts of m.
-func (p *Provider) blocks(m *harness.Message) []sdk.ContentBlockParamUnion {
+// blocks converts the parts of m, message i of a request to model.
+func (p *Provider) blocks(model string, i int, m *harness.Message, in *media.Inliner) ([]sdk.ContentBlockParamUnion, error) {
 	out := make([]sdk.ContentBlockParamUnion, 0, len(m.Content))
-	for _, part := range m.Content {
+	for j := range m.Content {
+		part := &m.Content[j]
 		switch part.Type {
 		case harness.PartText:
 			if part.Text != "" {
@@ -141,14 +155,116 @@ func (p *Provider) blocks(m *harness.Message) []sdk.ContentBlockParamUnion {
 				if tr.Content != "" {
 					b.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: tr.Content}}}
 				}
+				for k := range tr.Parts {
+					c, err := resultContent(model, media.Loc{Message: i, Part: j, ResultPart: k}, &tr.Parts[k], in)
+					if err != nil {
+						return nil, err
+					}
+					if c != nil {
+						b.Content = append(b.Content, *c)
+					}
+				}
 				if tr.IsError {
 					b.IsError = sdk.Bool(true)
 				}
 				out = append(out, sdk.ContentBlockParamUnion{OfToolResult: b})
 			}
+		case harness.PartImage, harness.PartDocument, harness.PartAudio:
+			at := media.Loc{Message: i, Part: j, ResultPart: -1}
+			if m.Role == harness.RoleAssistant {
+				return nil, media.Unsupported(Name, model, at, part, "an assistant message cannot carry media")
+			}
+			img, doc, err := mediaBlock(model, at, part, in)
+			if err != nil {
+				return nil, err
+			}
+			if img != nil {
+				out = append(out, sdk.ContentBlockParamUnion{OfImage: img})
+			} else {
+				out = append(out, sdk.ContentBlockParamUnion{OfDocument: doc})
+			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// resultContent converts a part of a tool result: text, an image or a
+// document; nil for empty text.
+func resultContent(model string, at media.Loc, part *harness.Part, in *media.Inliner) (*sdk.ToolResultBlockParamContentUnion, error) {
+	if part.Type == harness.PartText {
+		if part.Text == "" {
+			return nil, nil
+		}
+		return &sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: part.Text}}, nil
+	}
+	img, doc, err := mediaBlock(model, at, part, in)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.ToolResultBlockParamContentUnion{OfImage: img, OfDocument: doc}, nil
+}
+
+// The image types the Messages API takes as base64.
+var imageTypes = map[string]sdk.Base64ImageSourceMediaType{
+	"image/jpeg": sdk.Base64ImageSourceMediaTypeImageJPEG,
+	"image/png":  sdk.Base64ImageSourceMediaTypeImagePNG,
+	"image/gif":  sdk.Base64ImageSourceMediaTypeImageGIF,
+	"image/webp": sdk.Base64ImageSourceMediaTypeImageWebP,
+}
+
+// mediaBlock converts a media part into an image or a document block.
+// Inline bytes go as base64 (a PDF; plain text as a text source), a URI as
+// a URL source, a file ID as a file source (the Files API beta, whose
+// header the application adds with WithRequestOptions). Audio, image types
+// other than JPEG, PNG, GIF and WebP, and documents other than PDF and
+// plain text are refused.
+func mediaBlock(model string, at media.Loc, part *harness.Part, in *media.Inliner) (*sdk.ImageBlockParam, *sdk.DocumentBlockParam, error) {
+	md := part.Media
+	if md == nil {
+		return nil, nil, media.Unsupported(Name, model, at, part, "a media part without media")
+	}
+	switch part.Type {
+	case harness.PartImage:
+		b := &sdk.ImageBlockParam{}
+		switch {
+		case len(md.Data) > 0:
+			mt, ok := imageTypes[md.MIME]
+			if !ok {
+				return nil, nil, media.Unsupported(Name, model, at, part, "the API takes images of type image/jpeg, image/png, image/gif and image/webp")
+			}
+			b.Source.OfBase64 = &sdk.Base64ImageSourceParam{Data: in.Base64(md.Data), MediaType: mt}
+		case md.URI != "":
+			b.Source.OfURL = &sdk.URLImageSourceParam{URL: md.URI}
+		case md.FileID != "":
+			b.Source.OfFile = &sdk.FileImageSourceParam{FileID: md.FileID}
+		default:
+			return nil, nil, media.Unsupported(Name, model, at, part, "no data, URI or file ID")
+		}
+		return b, nil, nil
+	case harness.PartDocument:
+		b := &sdk.DocumentBlockParam{}
+		if md.Name != "" {
+			b.Title = sdk.String(md.Name)
+		}
+		switch {
+		case len(md.Data) > 0 && md.MIME == "application/pdf":
+			b.Source.OfBase64 = &sdk.Base64PDFSourceParam{Data: in.Base64(md.Data)}
+		case len(md.Data) > 0 && (md.MIME == "text/plain" || strings.HasPrefix(md.MIME, "text/plain;")):
+			b.Source.OfText = &sdk.PlainTextSourceParam{Data: string(md.Data)}
+		case len(md.Data) > 0:
+			return nil, nil, media.Unsupported(Name, model, at, part, "the API takes documents of type application/pdf and text/plain")
+		case md.URI != "":
+			b.Source.OfURL = &sdk.URLPDFSourceParam{URL: md.URI}
+		case md.FileID != "":
+			b.Source.OfFile = &sdk.FileDocumentSourceParam{FileID: md.FileID}
+		default:
+			return nil, nil, media.Unsupported(Name, model, at, part, "no data, URI or file ID")
+		}
+		return nil, b, nil
+	case harness.PartAudio:
+		return nil, nil, media.Unsupported(Name, model, at, part, "the Messages API takes no audio")
+	}
+	return nil, nil, media.Unsupported(Name, model, at, part, "not a media part")
 }
 
 // setBreakpoint puts cache_control on the last block that can carry one
@@ -163,6 +279,10 @@ func setBreakpoint(blocks []sdk.ContentBlockParamUnion, cc sdk.CacheControlEphem
 			b.OfToolUse.CacheControl = cc
 		case b.OfToolResult != nil:
 			b.OfToolResult.CacheControl = cc
+		case b.OfImage != nil:
+			b.OfImage.CacheControl = cc
+		case b.OfDocument != nil:
+			b.OfDocument.CacheControl = cc
 		default:
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/providers/internal/apierr"
@@ -64,8 +65,8 @@ func (r *reply) fromMessage(m *sdk.Message) error {
 // stream sends a streaming request and assembles the events. The reply
 // counts only if message_start, every block's stop and message_stop
 // arrived; anything less is a *StreamError.
-func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams) (*harness.ModelResponse, error) {
-	s := p.client.Messages.NewStreaming(ctx, params)
+func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, opts ...option.RequestOption) (*harness.ModelResponse, error) {
+	s := p.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	r := newReply()
 	var started, stopped bool

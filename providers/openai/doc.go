@@ -22,6 +22,32 @@
 // not sent back, whatever their ProviderData: the API does not accept them. Replies with a
 // reasoning_content field (OpenAI-compatible servers) give a reasoning part.
 //
+// # Media
+//
+// Media parts of user messages become Chat Completions content parts: an
+// image as image_url (its URI, or its bytes as a data URL), a PDF as a
+// file (its bytes as a data URL with the part's name as filename, default
+// "document.pdf", or its file ID), a text/plain document as text, and
+// audio as input_audio (WAV or MP3 bytes, base64). Tool messages take only
+// text, so a tool result's text parts join its content and its media
+// parts follow the step's tool messages in one user message, after a text
+// part naming the call they belong to ("Attachments of the result of tool
+// call <id> (<tool>):"). Parts of 16 KiB and more are not encoded into
+// the request's JSON, which the SDK copies at every level of nesting: the
+// request carries a token in their place, and the provider's SDK
+// middleware streams their base64 into the body as it is sent, from the
+// part's own bytes (again on a retry).
+//
+// A part the API cannot take (an image by file ID, a document by URL,
+// audio other than WAV and MP3 or by reference, media in an assistant
+// message) or that the model does not take fails the request before
+// anything is sent, with a *harness.UnsupportedPartError
+// (harness.ErrUnsupportedPart) naming the message, the part, its MIME type
+// and the model. Which model takes what is [DefaultPartSupport]'s guess
+// from the model's name — audio only for audio models, images and PDFs
+// for all but gpt-3.5, o1-mini and o3-mini — and [WithPartSupport]
+// replaces it, for new models and for other servers that speak the API.
+//
 // finish_reason maps onto harness.StopReason (stop → end_turn, tool_calls →
 // tool_use, length → max_tokens, content_filter → content_filter; a
 // refusal → refusal) with the API's value in RawStopReason.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -17,6 +18,7 @@ import (
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/providers/internal/apierr"
 	"github.com/harnessx/harnessx/providers/internal/clientopt"
+	"github.com/harnessx/harnessx/providers/internal/media"
 )
 
 // Name is the provider name reported in [harness.ModelResponse.Provider]
@@ -39,6 +41,41 @@ type config struct {
 	cacheKey bool
 	effort   shared.ReasoningEffort
 	logger   *slog.Logger
+	parts    func(model string, t harness.PartType) bool
+}
+
+// supports reports whether model takes parts of type t.
+func (c *config) supports(model string, t harness.PartType) bool {
+	if c.parts != nil {
+		return c.parts(model, t)
+	}
+	return DefaultPartSupport(model, t)
+}
+
+// DefaultPartSupport is the provider's guess, from the model's name, of the
+// media a Chat Completions model takes: audio only the audio models
+// (names containing "audio"); images and PDF files every other model but
+// the text-only families gpt-3.5, o1-mini and o3-mini. It is a guess: a
+// server that speaks the API with other models, or a new model, needs
+// [WithPartSupport].
+func DefaultPartSupport(model string, t harness.PartType) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:] // "openai/gpt-4o" on routers
+	}
+	audio := strings.Contains(m, "audio")
+	switch t {
+	case harness.PartAudio:
+		return audio
+	case harness.PartImage, harness.PartDocument:
+		for _, p := range []string{"gpt-3.5", "o1-mini", "o3-mini"} {
+			if strings.HasPrefix(m, p) {
+				return false
+			}
+		}
+		return !audio
+	}
+	return false
 }
 
 // WithAPIKey sets the API key, in place of OPENAI_API_KEY.
@@ -74,6 +111,14 @@ func WithPromptCacheKey() Option { return func(c *config) { c.cacheKey = true } 
 // supports.
 func WithReasoningEffort(effort string) Option {
 	return func(c *config) { c.effort = shared.ReasoningEffort(effort) }
+}
+
+// WithPartSupport sets the function that says whether a model takes media
+// parts of a type (harness.PartImage, PartDocument, PartAudio), in place
+// of [DefaultPartSupport]. A part the model does not take fails the
+// request before anything is sent, with a *harness.UnsupportedPartError.
+func WithPartSupport(fn func(model string, t harness.PartType) bool) Option {
+	return func(c *config) { c.parts = fn }
 }
 
 // WithLogger sets the logger for the provider's debug notes.
@@ -135,18 +180,23 @@ func (p *Provider) ProviderName() string { return Name }
 // max_completion_tokens and temperature when the request set them, and
 // whether it streamed.
 func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
-	params, err := p.params(req)
+	var in media.Inliner
+	params, err := p.params(req, &in)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, apierr.Canceled(Name, ctx)
 	}
+	var opts []option.RequestOption
+	if in.Streams() {
+		opts = append(opts, option.WithMiddleware(in.Middleware))
+	}
 	var resp *harness.ModelResponse
 	if req.Stream {
-		resp, err = p.stream(ctx, params)
+		resp, err = p.stream(ctx, params, opts...)
 	} else {
-		resp, err = p.generate(ctx, params)
+		resp, err = p.generate(ctx, params, opts...)
 	}
 	if err != nil {
 		return nil, err
@@ -156,8 +206,8 @@ func (p *Provider) Generate(ctx context.Context, req *harness.ModelRequest) (*ha
 }
 
 // generate sends params without streaming.
-func (p *Provider) generate(ctx context.Context, params sdk.ChatCompletionNewParams) (*harness.ModelResponse, error) {
-	c, err := p.client.Chat.Completions.New(ctx, params)
+func (p *Provider) generate(ctx context.Context, params sdk.ChatCompletionNewParams, opts ...option.RequestOption) (*harness.ModelResponse, error) {
+	c, err := p.client.Chat.Completions.New(ctx, params, opts...)
 	if err != nil {
 		return nil, p.wrapErr(ctx, err)
 	}

@@ -77,7 +77,7 @@ func jsonString(raw string) string {
 // stream sends a streaming request and assembles the chunks. The reply
 // counts only if the first choice finished (finish_reason) and the stream
 // ended with data: [DONE]; anything less is a *StreamError.
-func (p *Provider) stream(ctx context.Context, params sdk.ChatCompletionNewParams) (*harness.ModelResponse, error) {
+func (p *Provider) stream(ctx context.Context, params sdk.ChatCompletionNewParams, opts ...option.RequestOption) (*harness.ModelResponse, error) {
 	var watch *doneWatcher
 	mw := option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		res, err := next(req)
@@ -87,7 +87,7 @@ func (p *Provider) stream(ctx context.Context, params sdk.ChatCompletionNewParam
 		}
 		return res, err
 	})
-	s := p.client.Chat.Completions.NewStreaming(ctx, params, mw)
+	s := p.client.Chat.Completions.NewStreaming(ctx, params, append(opts, mw)...)
 	defer s.Close()
 	r := &reply{}
 	chunks := 0
