@@ -95,16 +95,24 @@ func TestSpanSnapshotIsIncremental(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rec, recording.SpansSnapshot)); err == nil {
 		t.Error("spans.json written before any compaction")
 	}
-	var out bytes.Buffer
-	if _, err := flight.ExportJournal(ctx, rec, &out, flight.ExportOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := flight.ReadBundle(&out, flight.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.Manifest.Spans != 3 {
-		t.Errorf("export while running has %d spans, want 3", b.Manifest.Spans)
+	// The export keeps the spans of the runs in the journal, whose last
+	// run's events the journal writer may not have written yet (it
+	// promises them within 50 ms): wait for them, up to waitFor's 5 s.
+	spans := 0
+	waitFor(t, "an export with every run's spans", func() bool {
+		var out bytes.Buffer
+		if _, err := flight.ExportJournal(ctx, rec, &out, flight.ExportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := flight.ReadBundle(&out, flight.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans = b.Manifest.Spans
+		return spans >= 3
+	})
+	if spans != 3 {
+		t.Errorf("export while running has %d spans, want 3", spans)
 	}
 
 	s.close(t)
