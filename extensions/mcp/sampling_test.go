@@ -22,7 +22,7 @@ import (
 // what came back, and a tool that asks with no messages.
 func samplingServer() *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "sampler", Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
-	sdk.AddTool(srv, &sdk.Tool{Name: "summarize", Description: "Summarize a text with the client's model."},
+	sdk.AddTool(srv, &sdk.Tool{Name: "summarize", Description: "Summarize a text with the client's model.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in struct {
 			Text string `json:"text"`
 		}) (*sdk.CallToolResult, any, error) {
@@ -168,4 +168,73 @@ func TestSamplingRefused(t *testing.T) {
 			t.Errorf("%d model requests, want 3", len(p.Requests()))
 		}
 	})
+}
+
+// Concurrent calls of a server allowed to sample, over streamable HTTP,
+// each ask while the others do: each sampling's chat span is a child of
+// its own call's span, and the one beyond MaxConcurrentSamplings is
+// refused while the others are served.
+func TestSamplingConcurrentCalls(t *testing.T) {
+	url, _ := httpServer(t, samplingServer(), nil)
+	spanRec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spanRec))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	n := mcp.MaxConcurrentSamplings + 1
+	calls := harnesstest.Response{}
+	script := []harnesstest.Response{enable("c1", "srv")}
+	for i := range n {
+		calls.ToolCalls = append(calls.ToolCalls, harnesstest.Call(fmt.Sprintf("s%d", i), "srv__summarize", map[string]string{"text": fmt.Sprint(i)}))
+	}
+	script = append(script, calls)
+	for range n - 1 {
+		// The samplings that are served hold their slot a while, so that
+		// the last one comes while they run.
+		script = append(script, harnesstest.Response{Text: "summary", Delay: time.Second})
+	}
+	script = append(script, harnesstest.Reply("done"))
+	p := harnesstest.NewScriptedProvider(script...)
+	a := newAgent(t, p, mcp.New(mcp.WithServer("srv", mcp.StreamableHTTP(url), mcp.AllowSampling()), mcp.WithCallTimeout(20*time.Second)),
+		harness.WithModel("agent-model"), harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+	r := run(t, a, "go")
+	var served, refused int
+	for i := range n {
+		got := results(r)[fmt.Sprintf("s%d", i)]
+		switch {
+		case got == nil:
+			t.Errorf("no result for s%d", i)
+		case !got.IsError && got.Content == "advertised=true summary|agent-model|assistant|endTurn":
+			served++
+		case got.IsError && strings.Contains(got.Content, "too many sampling requests at once"):
+			refused++
+		default:
+			t.Errorf("s%d: %+v", i, got)
+		}
+	}
+	if served != n-1 || refused != 1 {
+		t.Errorf("%d served, %d refused; want %d and 1", served, refused, n-1)
+	}
+	spans := spanRec.Ended()
+	parents := map[string]int{}
+	for _, s := range spans {
+		if s.Name() == "execute_tool srv__summarize" {
+			parents[s.SpanContext().SpanID().String()] = 0
+		}
+	}
+	for _, s := range spans {
+		if s.Name() == "chat agent-model" && s.Parent().IsValid() {
+			if _, ok := parents[s.Parent().SpanID().String()]; ok {
+				parents[s.Parent().SpanID().String()]++
+			}
+		}
+	}
+	var under int
+	for _, c := range parents {
+		if c > 1 {
+			t.Errorf("a call's span has %d chat spans", c)
+		}
+		under += c
+	}
+	if len(parents) != n || under != n-1 {
+		t.Errorf("%d call spans, %d chat spans under them; want %d and %d", len(parents), under, n, n-1)
+	}
 }
