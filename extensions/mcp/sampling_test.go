@@ -22,6 +22,11 @@ import (
 // what came back, and a tool that asks with no messages.
 func samplingServer() *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "sampler", Version: "1"}, &sdk.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	addSamplingTools(srv)
+	return srv
+}
+
+func addSamplingTools(srv *sdk.Server) {
 	sdk.AddTool(srv, &sdk.Tool{Name: "summarize", Description: "Summarize a text with the client's model.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in struct {
 			Text string `json:"text"`
@@ -56,7 +61,6 @@ func samplingServer() *sdk.Server {
 			_, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 10})
 			return &sdk.CallToolResult{IsError: err != nil, Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprint(err)}}}, nil, nil
 		})
-	return srv
 }
 
 // A server allowed to sample, over streamable HTTP on loopback, asks
@@ -236,5 +240,63 @@ func TestSamplingConcurrentCalls(t *testing.T) {
 	}
 	if len(parents) != n || under != n-1 {
 		t.Errorf("%d call spans, %d chat spans under them; want %d and %d", len(parents), under, n, n-1)
+	}
+}
+
+// With protocol 2026-07-28 a server asks with a multi-round-trip input
+// request, which the SDK fulfils in the context of the call: it is served
+// too, and its chat span is a child of the call's span.
+func TestSamplingInputRequest(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "sampler", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "summarize", Description: "Summarize a text with the client's model."},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*sdk.CallToolResult, any, error) {
+			resp, ok := req.Params.InputResponses["s"]
+			if !ok {
+				return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"s": &sdk.CreateMessageParams{
+					Messages:  []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "Summarize: " + in.Text}}},
+					MaxTokens: 100,
+				}}}, nil, nil
+			}
+			// The SDK decodes the answer as a result with tools.
+			res, _ := resp.(*sdk.CreateMessageWithToolsResult)
+			if res == nil || len(res.Content) != 1 {
+				return nil, nil, fmt.Errorf("input response %T %+v", resp, resp)
+			}
+			text, _ := res.Content[0].(*sdk.TextContent)
+			if text == nil {
+				return nil, nil, fmt.Errorf("content %T", res.Content[0])
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text.Text + "|" + res.StopReason}}}, nil, nil
+		})
+	spanRec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spanRec))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	p := harnesstest.NewScriptedProvider(
+		enable("c1", "srv"),
+		harnesstest.CallTool("c2", "srv__summarize", map[string]string{"text": "a long story"}),
+		harnesstest.Response{Text: "a story", StopReason: harness.StopMaxTokens},
+		harnesstest.Reply("done"),
+	)
+	a := newAgent(t, p, mcp.New(mcp.WithServer("srv", memServer(t, srv), mcp.AllowSampling())),
+		harness.WithModel("agent-model"), harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+	r := run(t, a, "go")
+	if got := results(r)["c2"]; got == nil || got.IsError || got.Content != "a story|maxTokens" {
+		t.Fatalf("result %+v", got)
+	}
+	if g := p.Requests()[2]; g.MaxTokens != 100 || len(g.Messages) != 1 || g.Messages[0].Text() != "Summarize: a long story" {
+		t.Errorf("sampling request %+v", g)
+	}
+	spans := spanRec.Ended()
+	call := toolSpan(t, spans, "srv__summarize")
+	var under int
+	for _, s := range spans {
+		if s.Name() == "chat agent-model" && s.Parent().SpanID() == call.SpanContext().SpanID() {
+			under++
+		}
+	}
+	if under != 1 {
+		t.Errorf("%d chat spans under the call's span, want 1", under)
 	}
 }
