@@ -150,6 +150,16 @@
 //     hooks; [AskUser] asks the user a question (durable with a durable
 //     runtime, else through the application's [WithAsker]);
 //     [ToolCallID] and [ExecutionKey] name the call.
+//   - The agent's model: [Agent.Generate] sends one model request with
+//     the agent's provider outside the conversation (an MCP server's
+//     sampling request, say). It goes through the model interceptors and
+//     middleware, so a tracer's chat span is a child of the span in its
+//     context, and gets the agent's model, max tokens and temperature
+//     where it sets none; it adds nothing to the conversation, the run's
+//     steps, usage or the session, is not recorded by a durable runtime,
+//     and fires the model-request hooks with Step 0. It is safe for
+//     concurrent use, from a running tool too, so the provider may be
+//     called from several goroutines at once.
 //   - Before-execution middleware edits the input ([ToolCall.SetInput]),
 //     blocks ([Block]) or asks for a durable approval ([Ask]); after-execution
 //     middleware replaces the result. [ToolCallFunc] and [ToolResultFunc]

@@ -187,3 +187,27 @@ func ExampleWithAsker() {
 	// asked: Deploy api where? [staging production]
 	// api deployed to staging
 }
+
+// An extension (here a tool) asks the agent's model for a completion on the
+// side: the request gets the agent's model and passes its interceptors and
+// middleware, and the conversation does not change.
+func ExampleAgent_Generate() {
+	model := ht.NewScriptedProvider(ht.Reply("A fox jumps."))
+	agent, err := harness.New(harness.WithProvider(model), harness.WithModel("demo"))
+	if err != nil {
+		panic(err)
+	}
+	defer agent.Close(context.Background())
+
+	resp, err := agent.Generate(context.Background(), &harness.ModelRequest{
+		System:    "Summarize in three words.",
+		Messages:  []harness.Message{harness.UserMessage("The quick brown fox jumps over the lazy dog.")},
+		MaxTokens: 20,
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.Message.Text(), model.Requests()[0].Model, len(agent.Messages()))
+	// Output:
+	// A fox jumps. demo 0
+}

@@ -12,9 +12,11 @@ type Provider interface {
 	// Generate sends req and returns the model's reply. It blocks until the
 	// reply is complete (a streaming provider assembles the stream) and must
 	// return promptly with ctx's error when ctx is cancelled. It must not
-	// keep or modify req after it returns. The engine calls Generate from
-	// one goroutine at a time per agent; a provider shared by several agents
-	// must be safe for concurrent use.
+	// keep or modify req after it returns. A run calls Generate from one
+	// goroutine at a time; [Agent.Generate] may call it at the same time,
+	// from other goroutines (a tool of the run asking for a sampling, for
+	// instance), so a provider used with Agent.Generate, or shared by
+	// several agents, must be safe for concurrent use.
 	Generate(ctx context.Context, req *ModelRequest) (*ModelResponse, error)
 }
 

@@ -559,7 +559,7 @@ func (a *Agent) model(ctx context.Context, res *RunResult, st *Step) (*ModelResp
 			RunID:       res.RunID,
 			Step:        res.Steps,
 		}
-		resp, err := a.modelAttempt(ms, s, &ms.req)
+		resp, err := a.modelAttempt(ms, s, &ms.req, true)
 		if err == nil {
 			return resp, nil
 		}
@@ -581,12 +581,15 @@ func (a *Agent) model(ctx context.Context, res *RunResult, st *Step) (*ModelResp
 	}
 }
 
-func (a *Agent) modelAttempt(ctx context.Context, s *snapshot, req *ModelRequest) (*ModelResponse, error) {
+// modelAttempt sends req through the model interceptors and middleware.
+// prefix says whether the run's prefix key is computed for it (not for
+// [Agent.Generate], whose request is not the conversation's).
+func (a *Agent) modelAttempt(ctx context.Context, s *snapshot, req *ModelRequest, prefix bool) (*ModelResponse, error) {
 	if len(s.modelIC) == 0 {
-		return a.modelCore(ctx, s, req)
+		return a.modelCore(ctx, s, req, prefix)
 	}
 	next := ModelFunc(func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
-		return a.modelCore(ctx, s, req)
+		return a.modelCore(ctx, s, req, prefix)
 	})
 	// The outermost interceptor is called directly: a chain of n costs n
 	// closures, not n+1.
@@ -599,13 +602,15 @@ func (a *Agent) modelAttempt(ctx context.Context, s *snapshot, req *ModelRequest
 	return s.modelIC[0].InterceptModel(ctx, req, next)
 }
 
-func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest) (*ModelResponse, error) {
+func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, prefix bool) (*ModelResponse, error) {
 	for _, m := range s.reqMW {
 		if err := safeCall(func() error { return m.BeforeModelRequest(ctx, req) }); err != nil {
 			return nil, fmt.Errorf("harness: model request middleware %T: %w", m, err)
 		}
 	}
-	a.prefix.compute(req)
+	if prefix {
+		a.prefix.compute(req)
+	}
 	if len(s.hooks[EventModelRequestStart]) > 0 {
 		a.emit(ctx, s, &Event{Type: EventModelRequestStart, RunID: req.RunID, Step: req.Step, Request: req})
 	}

@@ -223,6 +223,24 @@
 // asks it as the question of the server's running call when exactly one
 // is running, and declines it when none or several are.
 //
+// # Servers that ask for the model (sampling)
+//
+// A server given [AllowSampling] (mcp.WithServer("files", t,
+// mcp.AllowSampling())) may ask the agent's own model for a completion
+// (sampling/createMessage): the adapter sends its messages, system prompt
+// and temperature with harness.Agent.Generate, so the request passes the
+// agent's model interceptors and middleware, in the context of the call
+// that asked (found as for an elicitation; a request tied to no single
+// call is served in its own context), so that the tracing extension's chat
+// span is a child of that call's execute_tool span. maxTokens is capped at
+// [MaxSamplingTokens], at most [MaxConcurrentSamplings] requests of a
+// server are served at a time, a request with no messages is refused,
+// and the time the model takes does not count against the call timeout.
+// Without AllowSampling the client does not advertise sampling, and a
+// server's sampling request gets a JSON-RPC error saying that sampling is
+// not allowed (on protocol 2026-07-28, where the SDK fulfils input
+// requests itself, the SDK's "client does not support CreateMessage").
+//
 // # Sessions
 //
 // The extension saves the names of the enabled servers with the session; an

@@ -55,8 +55,9 @@ type config struct {
 }
 
 type serverConfig struct {
-	name string
-	tr   Transport
+	name     string
+	tr       Transport
+	sampling bool // AllowSampling
 }
 
 // Option configures an [Extension].
@@ -65,9 +66,13 @@ type Option func(*config)
 // WithServer adds the MCP server name, reached through t. The name prefixes
 // its tools ("name__tool"), so it is 1 to 32 letters, digits, '_' or '-',
 // beginning with a letter, without "__". Servers are listed in the order
-// they are given.
-func WithServer(name string, t Transport) Option {
-	return func(c *config) { c.servers = append(c.servers, serverConfig{name, t}) }
+// they are given. opts set what the server may do ([AllowSampling]).
+func WithServer(name string, t Transport, opts ...ServerOption) Option {
+	sc := serverConfig{name: name, tr: t}
+	for _, o := range opts {
+		o(&sc)
+	}
+	return func(c *config) { c.servers = append(c.servers, sc) }
 }
 
 // WithCallTimeout bounds one tools/call: a server that has not answered by
@@ -166,7 +171,10 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 		case sc.tr.connect == nil && sc.tr.newCmd == nil:
 			return fmt.Errorf("%w: %q has no transport (use Command, StreamableHTTP or SDKTransport)", ErrInvalidServer, sc.name)
 		}
-		s := &server{ext: e, name: sc.name, tr: sc.tr}
+		s := &server{ext: e, name: sc.name, tr: sc.tr, sampling: sc.sampling}
+		if sc.sampling {
+			s.samplings = make(chan struct{}, MaxConcurrentSamplings)
+		}
 		e.servers = append(e.servers, s)
 		e.byName[sc.name] = s
 	}

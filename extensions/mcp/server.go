@@ -34,6 +34,9 @@ type server struct {
 	name string
 	tr   Transport
 
+	sampling  bool          // AllowSampling
+	samplings chan struct{} // the sampling requests being served (sampling.go)
+
 	connMu    sync.Mutex // serializes connecting
 	refreshMu sync.Mutex // serializes tool-list loads
 
@@ -193,7 +196,7 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	if err != nil {
 		return nil, s.redactErr(fmt.Errorf("mcp: server %q (%s): %w", s.name, s.tr, err))
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "harnessx", Version: "1"}, &sdk.ClientOptions{
+	copts := &sdk.ClientOptions{
 		ElicitationHandler: s.elicit,
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			s.listChangedQueued.Store(false)
@@ -203,7 +206,15 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 		LoggingMessageHandler:       s.logMessage,
 		ResourceUpdatedHandler:      s.resourceUpdated,
 		Capabilities:                &sdk.ClientCapabilities{},
-	})
+	}
+	if s.sampling {
+		// The handler makes the SDK advertise the sampling capability.
+		copts.CreateMessageHandler = s.createMessage
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "harnessx", Version: "1"}, copts)
+	if !s.sampling {
+		client.AddReceivingMiddleware(s.refuseSampling)
+	}
 	// What was watched on a previous connection is void.
 	s.wmu.Lock()
 	s.pendingLists, s.taskRequired, s.logQueue = nil, nil, nil

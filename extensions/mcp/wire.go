@@ -490,7 +490,7 @@ func (e *eventTap) dispatch(end []byte) {
 	data, keep := e.data, true
 	if len(data) > 0 && !e.tooLong {
 		data = filterFrame(data)
-		if e.call != nil && bytes.Contains(data, []byte(methodElicit)) {
+		if e.call != nil && (bytes.Contains(data, []byte(methodElicit)) || bytes.Contains(data, []byte(methodCreateMessage))) {
 			data = markCall(data, e.call.token)
 		}
 		if bytes.Contains(data, []byte(methodProgress)) || bytes.Contains(data, []byte(methodLog)) ||
@@ -527,20 +527,22 @@ func (e *eventTap) flushRaw() {
 }
 
 // metaCall is the _meta key under which the HTTP tap marks an
-// elicitation/create request that came on the response stream of a call
-// with the call's progress token, so that elicit knows the call it belongs
-// to even when several run.
+// elicitation/create or sampling/createMessage request that came on the
+// response stream of a call with the call's progress token, so that
+// elicit and createMessage know the call it belongs to even when several
+// run.
 const metaCall = "io.harnessx/call"
 
 // markCall returns the message data with metaCall set to token in its
-// params' _meta, when it is an elicitation/create request.
+// params' _meta, when it is an elicitation/create or sampling/createMessage
+// request.
 func markCall(data []byte, token string) []byte {
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
 		return data
 	}
 	req, ok := msg.(*jsonrpc.Request)
-	if !ok || req.Method != methodElicit {
+	if !ok || (req.Method != methodElicit && req.Method != methodCreateMessage) {
 		return data
 	}
 	var params map[string]json.RawMessage

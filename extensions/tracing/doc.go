@@ -40,6 +40,10 @@
 // langsmith.metadata.ls_model_name / ls_provider so that LangSmith can price
 // the run. A streamed reply adds a new_token event at its first chunk.
 // Each retry of a request is its own chat span with harnessx.attempt.
+// A request made with [harness.Agent.Generate] (an MCP server's sampling,
+// say) is a chat span too, a child of the span in its context (the
+// execute_tool span of the tool that asked), with harnessx.step 0 and no
+// prefix key; its messages are encoded apart from the conversation's.
 // A tool that publishes live metadata with [harness.Update] adds a
 // harnessx.tool.update event ([EventToolUpdate]) to its execute_tool span.
 //

@@ -285,7 +285,25 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		}))
 	}
 	if e.cfg.capture {
-		r.content(semconv.GenAIInputMessagesKey, e.history.encode(req.Messages))
+		if req.Step == 0 {
+			// A request outside the run's steps (harness.Agent.Generate,
+			// an MCP server's sampling): not the conversation, so it
+			// stays out of the history cache, which keeps the
+			// conversation's encoding for the run's next request.
+			b := e.getBuf()
+			*b = append(*b, '[')
+			for i := range req.Messages {
+				if i > 0 {
+					*b = append(*b, ',')
+				}
+				*b = appendMessage(*b, &req.Messages[i], "")
+			}
+			*b = append(*b, ']')
+			r.content(semconv.GenAIInputMessagesKey, string(*b))
+			e.putBuf(b)
+		} else {
+			r.content(semconv.GenAIInputMessagesKey, e.history.encode(req.Messages))
+		}
 	}
 
 	// The response. The provider's own name (harness.ProviderNamer) comes

@@ -37,7 +37,8 @@ const (
 	KeyPrefixChanged = attribute.Key("harnessx.prefix_key.changed")
 	// KeyAttempt counts the attempts of one model request from 1.
 	KeyAttempt = attribute.Key("harnessx.attempt")
-	// KeyStep counts the model requests of a run from 1.
+	// KeyStep counts the model requests of a run from 1; 0 marks a request
+	// outside the run's steps (harness.Agent.Generate).
 	KeyStep = attribute.Key("harnessx.step")
 	// KeyModelStatus is how a model request ended: "ok", "error" or "cancelled".
 	KeyModelStatus = attribute.Key("harnessx.model.status")
