@@ -1,22 +1,28 @@
 package mcp_test
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/extensions/mcp"
 	"github.com/harnessx/harnessx/extensions/tracing"
 	"github.com/harnessx/harnessx/harness"
@@ -294,6 +300,7 @@ func TestOAuth(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
 	tr := mcp.StreamableHTTP(as.url).WithOAuth(mcp.OAuth{Prompt: b.prompt})
+	flightDir := t.TempDir() // the flight recordings, whose bundles are checked below
 
 	var seen []string // what the model and the saved sessions got
 	agentRun := func(name string) *harness.ToolResult {
@@ -302,7 +309,8 @@ func TestOAuth(t *testing.T) {
 		a := newAgent(t, p, mcp.New(mcp.WithServer("web", tr)),
 			harness.WithStorage(store),
 			harness.WithLogger(newLogger(&logs)),
-			harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp), tracing.WithBuiltinRedaction(false))))
+			harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp), tracing.WithBuiltinRedaction(false)),
+				flight.New(flight.WithDir(flightDir))))
 		r := run(t, a, "who am I? ("+name+")")
 		res := results(r)
 		if res["c1"] == nil || res["c1"].IsError {
@@ -428,6 +436,45 @@ func TestOAuth(t *testing.T) {
 	}
 	where = append(where, "logs: "+logs.String())
 	where = append(where, seen...)
+	// The incident bundles the flight recorder exports of each agent's
+	// recording: every member, decompressed.
+	recs, err := os.ReadDir(flightDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundles := 0
+	for _, r := range recs {
+		if !r.IsDir() {
+			continue
+		}
+		var buf bytes.Buffer
+		if _, err := flight.ExportJournal(context.Background(), filepath.Join(flightDir, r.Name()), &buf, flight.ExportOptions{}); err != nil {
+			t.Fatalf("export %s: %v", r.Name(), err)
+		}
+		zr, err := gzip.NewReader(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(zr)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			where = append(where, "bundle "+r.Name()+"/"+h.Name+": "+string(data))
+		}
+		bundles++
+	}
+	if bundles == 0 || !slices.ContainsFunc(where, func(w string) bool { return strings.HasPrefix(w, "bundle ") && strings.Contains(w, "web__whoami") }) {
+		t.Fatalf("no flight bundle (%d) records the authorized call", bundles)
+	}
 	if len(exp.GetSpans()) == 0 || !strings.Contains(logs.String(), "OAuth") {
 		t.Fatalf("no spans (%d) or no OAuth log lines:\n%s", len(exp.GetSpans()), logs.String())
 	}
