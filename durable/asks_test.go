@@ -15,6 +15,27 @@ import (
 	"github.com/harnessx/harnessx/harness/harnesstest"
 )
 
+// waitAsk waits until run runID asks a question, and returns its first.
+// When a child process runs it, the child ending first (exited; nil for
+// none) fails the test with its standard error.
+func waitAsk(t *testing.T, rt *Runtime, runID string, exited <-chan error, stderr *strings.Builder) PendingAsk {
+	t.Helper()
+	for {
+		p, err := rt.Pending(ctxT(t), PendingOf(runID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Asks) > 0 {
+			return p.Asks[0]
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the child ended before it asked: %v\nstderr: %s", err, stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // TestSecondAnswerWhileParked: while a question waits (its process is
 // stopped, so that the first answer is not taken yet), a second, different
 // answer is ErrAlreadyAnswered and the first one stands; the same answer
@@ -41,22 +62,7 @@ func TestSecondAnswerWhileParked(t *testing.T) {
 			}
 		}()
 		rt := openFixture(t, dir, false, WithExecutorID("client"))
-		var p *Pending
-		for {
-			var err error
-			if p, err = rt.Pending(ctx, PendingOf("r2")); err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Asks) == 1 {
-				break
-			}
-			select {
-			case err := <-exited:
-				t.Fatalf("the child ended before it asked: %v\nstderr: %s", err, stderr.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-		ask := p.Asks[0]
+		ask := waitAsk(t, rt, "r2", exited, &stderr)
 		if ask.RunID != "r2" || ask.Tool != "asker" || ask.Key != "r2/tool/1/c1" {
 			t.Fatalf("pending ask %+v", ask)
 		}

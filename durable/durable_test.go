@@ -285,20 +285,7 @@ func TestResumeRunParkedOnAskFromAnotherProcess(t *testing.T) {
 		}()
 		rt := openFixture(t, dir, true, WithExecutorID("other"))
 		ctx := ctxT(t)
-		for {
-			p, err := rt.Pending(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Asks) == 1 {
-				break
-			}
-			select {
-			case err := <-exited:
-				t.Fatalf("the child ended before it asked: %v\nstderr: %s", err, stderr.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+		waitAsk(t, rt, "rk", exited, &stderr)
 		_ = cmd.Process.Kill() // SIGKILL while parked
 		if err := <-exited; err == nil {
 			t.Fatal("the child ended on its own while parked")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,27 +12,18 @@ import (
 	"github.com/harnessx/harnessx/harness"
 )
 
-// inFlight returns the executors that have a call of the stall tool in
+// inFlight returns, per executor, how many calls of the stall tool are in
 // flight, from the "in"/"out" lines of the counters file.
 func inFlight(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "counters"))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
 	open := map[string]int{}
-	for l := range strings.Lines(string(data)) {
-		f := strings.Fields(l)
-		if len(f) != 3 {
-			continue
+	inOut(t, dir, func(kind, executor, _ string) {
+		if kind == "in" {
+			open[executor]++
+		} else {
+			open[executor]--
 		}
-		switch f[0] {
-		case "in":
-			open[f[1]]++
-		case "out":
-			open[f[1]]--
-		}
-	}
+	})
 	return open
 }
 

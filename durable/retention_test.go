@@ -48,7 +48,7 @@ func TestRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitAsk(t, rt, asked)
+		waitAsk(t, rt, asked, nil, nil)
 		p, _ := rt.Pending(ctx)
 		if err := rt.Reply(ctx, asked, p.Asks[0].Request.ID, harness.Answer{Choice: "red"}); err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ func TestRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitAsk(t, rt, parked)
+		waitAsk(t, rt, parked, nil, nil)
 		if res, err := rt.Run(ctx, "approve", "go", WithRunID("paused")); err != nil || res.Status != harness.StatusPaused {
 			t.Fatalf("%+v %v", res, err)
 		}
@@ -75,7 +75,7 @@ func TestRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitAsk(t, rt, orphanAsk)
+		waitAsk(t, rt, orphanAsk, nil, nil)
 		if err := dbos.CancelWorkflow(rt.dctx, orphanAsk); err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +251,7 @@ func TestCloseLogsNoError(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitAsk(t, rt, id)
+			waitAsk(t, rt, id, nil, nil)
 			p, err := rt.Pending(ctx)
 			if err != nil {
 				t.Fatal(err)

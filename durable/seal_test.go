@@ -258,7 +258,7 @@ func TestAtRestWrongKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitAsk(t, rt, id)
+		waitAsk(t, rt, id, nil, nil)
 		rt.Close(context.Background())
 
 		for name, opts := range map[string][]Option{
@@ -305,23 +305,6 @@ func TestAtRestWrongKey(t *testing.T) {
 			t.Fatalf("k2 alone: %v", err)
 		}
 	})
-}
-
-// waitAsk waits until the run has an open question.
-func waitAsk(t *testing.T, rt *Runtime, runID string) {
-	t.Helper()
-	for {
-		p, err := rt.Pending(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range p.Asks {
-			if a.RunID == runID {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // sealedKeyIDs lists the key IDs of the sealed payloads of the runs'
@@ -371,7 +354,7 @@ func TestAtRestOldRowsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitAsk(t, rt, id)
+	waitAsk(t, rt, id, nil, nil)
 	rt.Close(context.Background())
 
 	k1 := testKey("k1")

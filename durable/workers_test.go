@@ -144,30 +144,36 @@ func waitUp(t *testing.T, dir string, ws ...*worker) {
 	}
 }
 
+// inOut calls f with each "in"/"out" line of the counters file, in order:
+// kind "in" or "out", the executor and the execution key.
+func inOut(t *testing.T, dir string, f func(kind, executor, key string)) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "counters"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(string(data)) {
+		if fs := strings.Fields(l); len(fs) == 3 && (fs[0] == "in" || fs[0] == "out") {
+			f(fs[0], fs[1], fs[2])
+		}
+	}
+}
+
 // concurrency reads, from the order of the "in"/"out" lines in the
 // counters file, how many calls each executor ran at once at most, and
 // which executor ran each key.
 func concurrency(t *testing.T, dir string) (peak map[string]int, ranBy map[string]string) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "counters"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now, peak, ranBy := map[string]int{}, map[string]int{}, map[string]string{}
-	for l := range strings.Lines(string(data)) {
-		f := strings.Fields(l)
-		if len(f) != 3 {
-			continue
+	inOut(t, dir, func(kind, executor, key string) {
+		if kind == "out" {
+			now[executor]--
+			return
 		}
-		switch f[0] {
-		case "in":
-			now[f[1]]++
-			peak[f[1]] = max(peak[f[1]], now[f[1]])
-			ranBy[f[2]] = f[1]
-		case "out":
-			now[f[1]]--
-		}
-	}
+		now[executor]++
+		peak[executor] = max(peak[executor], now[executor])
+		ranBy[key] = executor
+	})
 	return peak, ranBy
 }
 

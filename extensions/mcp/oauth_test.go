@@ -1,16 +1,13 @@
 package mcp_test
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -451,24 +448,13 @@ func TestOAuth(t *testing.T) {
 		if _, err := flight.ExportJournal(context.Background(), filepath.Join(flightDir, r.Name()), &buf, flight.ExportOptions{}); err != nil {
 			t.Fatalf("export %s: %v", r.Name(), err)
 		}
-		zr, err := gzip.NewReader(&buf)
+		b, err := flight.ReadBundle(&buf, flight.ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(zr)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			where = append(where, "bundle "+r.Name()+"/"+h.Name+": "+string(data))
+		for _, m := range b.Members {
+			data, _ := b.Member(m.Name)
+			where = append(where, "bundle "+r.Name()+"/"+m.Name+": "+string(data))
 		}
 		bundles++
 	}
