@@ -89,9 +89,9 @@ func BenchmarkDurableRunWithState(b *testing.B) {
 	}
 }
 
-func benchDurableRun(b *testing.B, dsn string, f Factory) {
+func benchDurableRun(b *testing.B, dsn string, f Factory, opts ...Option) {
 	ctx := context.Background()
-	rt, err := Open(ctx, dsn, WithLogger(quietLogger()))
+	rt, err := Open(ctx, dsn, append([]Option{WithLogger(quietLogger())}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
