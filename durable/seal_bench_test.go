@@ -2,7 +2,6 @@ package durable
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
