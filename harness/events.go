@@ -19,6 +19,16 @@ func (a *Agent) addMessage(ctx context.Context, res *RunResult, m Message) {
 	}
 }
 
+// UpdatesObserved reports whether [Update] in ctx reaches anyone: ctx is
+// a tool call's and its agent has [EventToolUpdate] hooks (the tracing
+// extension's, a UI's). A tool may skip preparing updates that nobody
+// observes: the MCP adapter asks a server for progress notifications only
+// then.
+func UpdatesObserved(ctx context.Context) bool {
+	s, _ := ctx.Value(scopeKey{}).(*toolScope)
+	return s != nil && len(s.a.snap.Load().hooks[EventToolUpdate]) > 0
+}
+
 // Update publishes metadata about a running tool call — progress, a
 // partial count, the URL being fetched — to [EventToolUpdate] hooks, from
 // inside the tool's handler: tracing can add it to the call's span as an

@@ -107,3 +107,31 @@ func TestToolUpdate(t *testing.T) {
 		t.Errorf("Update outside a tool: %v", err)
 	}
 }
+
+// TestUpdatesObserved: true inside a tool call of an agent with
+// EventToolUpdate hooks, false without them and outside a tool call.
+func TestUpdatesObserved(t *testing.T) {
+	for _, hooked := range []bool{true, false} {
+		var seen []bool
+		probe := harness.MustTool(harness.NewTool("probe", "Probe.", func(ctx context.Context, in queryIn) (string, error) {
+			seen = append(seen, harness.UpdatesObserved(ctx))
+			return "ok", nil
+		}))
+		opts := []harness.Option{harness.WithTools(probe)}
+		if hooked {
+			opts = append(opts, harness.WithHooks(func(context.Context, *harness.Event) error { return nil }, harness.EventToolUpdate))
+		} else {
+			opts = append(opts, harness.WithHooks(func(context.Context, *harness.Event) error { return nil }, harness.EventToolCallEnd))
+		}
+		a := newAgent(t, ht.NewScriptedProvider(ht.CallTool("c1", "probe", `{"q":"x"}`), ht.Reply("done")), opts...)
+		if _, err := a.Run(context.Background(), "x"); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(seen, []bool{hooked}) {
+			t.Errorf("with update hooks %v: UpdatesObserved = %v", hooked, seen)
+		}
+	}
+	if harness.UpdatesObserved(context.Background()) {
+		t.Error("UpdatesObserved outside a tool call")
+	}
+}

@@ -1,7 +1,9 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -338,5 +340,45 @@ func TestStreamableHTTPConcurrentElicitations(t *testing.T) {
 	slices.Sort(prompts)
 	if want := []string{"r1/tool/2/c2/ask/1 [MCP server srv] Go on with backup?", "r1/tool/2/c3/ask/1 [MCP server srv] Go on with purge?"}; !slices.Equal(prompts, want) {
 		t.Errorf("asks %q, want %q", prompts, want)
+	}
+}
+
+// A tools/call asks the server for progress notifications (a progress
+// token) only when the call's updates have an observer: an agent with an
+// EventToolUpdate hook sends one, an agent without sends none.
+func TestProgressTokenOnlyWhenObserved(t *testing.T) {
+	for _, observed := range []bool{true, false} {
+		srv := testserver.New(testserver.Options{})
+		var mu sync.Mutex
+		var calls []string
+		h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method == http.MethodPost {
+				body, _ := io.ReadAll(req.Body)
+				req.Body = io.NopCloser(bytes.NewReader(body))
+				if strings.Contains(string(body), `"method":"tools/call"`) {
+					mu.Lock()
+					calls = append(calls, string(body))
+					mu.Unlock()
+				}
+			}
+			h.ServeHTTP(w, req)
+		}))
+		t.Cleanup(hs.Close)
+		var opts []harness.Option
+		if observed {
+			opts = append(opts, harness.WithHooks(func(context.Context, *harness.Event) error { return nil }, harness.EventToolUpdate))
+		}
+		p := harnesstest.NewScriptedProvider(enable("c1", "srv"), harnesstest.CallTool("c2", "srv__echo", map[string]any{"text": "hi"}), harnesstest.Reply("done"))
+		a := newAgent(t, p, mcp.New(mcp.WithServer("srv", mcp.StreamableHTTP(hs.URL))), opts...)
+		if r := results(run(t, a, "go")); r["c2"] == nil || r["c2"].IsError {
+			t.Fatalf("observed %v: the call: %+v", observed, r["c2"])
+		}
+		mu.Lock()
+		got := slices.Clone(calls)
+		mu.Unlock()
+		if len(got) != 1 || strings.Contains(got[0], "progressToken") != observed {
+			t.Errorf("observed %v: tools/call bodies %q", observed, got)
+		}
 	}
 }

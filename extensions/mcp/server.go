@@ -690,7 +690,12 @@ func (s *server) call(ctx context.Context, mcpName string, input json.RawMessage
 		}
 	}
 	info := &callInfo{token: "harnessx-" + strconv.FormatInt(s.ext.seq.Add(1), 10), ctx: ctx}
-	params.SetProgressToken(info.token)
+	// Progress notifications are asked for only when someone observes the
+	// call's updates: a progress token costs the client and the server
+	// about a tenth of a call.
+	if harness.UpdatesObserved(ctx) {
+		params.SetProgressToken(info.token)
+	}
 	cctx, cancel := context.WithCancelCause(context.WithValue(ctx, callInfoKey{}, info))
 	defer cancel(nil)
 	info.timer = newCallTimer(s.ext.cfg.callTimeout, func() { cancel(errCallTimeout) })
