@@ -147,7 +147,7 @@
 //     it with [ExtensionContext.Require] — fails its install with an
 //     [*UnsupportedError] naming the feature.
 //   - In a tool: [Update] publishes live metadata to [EventToolUpdate]
-//     hooks; [AskUser] asks the user a question (durable with a durable
+//     hooks ([UpdatesObserved] tells whether any listens); [AskUser] asks the user a question (durable with a durable
 //     runtime, else through the application's [WithAsker]);
 //     [ToolCallID] and [ExecutionKey] name the call.
 //   - The agent's model: [Agent.Generate] sends one model request with

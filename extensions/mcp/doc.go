@@ -157,7 +157,10 @@
 // on. Large results are for the spill extension, which applies to every
 // tool result.
 //
-// Each call carries a progress token; the server's progress notifications
+// A call whose updates someone observes (an EventToolUpdate hook: the
+// tracing extension, a UI; see harness.UpdatesObserved) carries a progress
+// token, which costs the client and the server about a tenth of a call;
+// the server's progress notifications
 // for it are published with harness.Update as the call's live metadata
 // ([MetaProgress], [MetaProgressTotal], [MetaProgressMessage]), which
 // EventToolUpdate hooks see and the tracing extension records as span
