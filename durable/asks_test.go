@@ -36,6 +36,41 @@ func waitAsk(t *testing.T, rt *Runtime, runID string, exited <-chan error, stder
 	}
 }
 
+// stopOutsideAWrite stops the process p (SIGSTOP) at a moment when it
+// holds no write lock of the fixture's database: SQLite has one writer at
+// a time, and a process stopped inside a write transaction would keep
+// everybody else's writes waiting. It stops, checks that a write can
+// begin, and otherwise lets the process go on a little and tries again.
+func stopOutsideAWrite(t *testing.T, dir string, p *os.Process) {
+	t.Helper()
+	db, err := openLeaseDB(ctxT(t), fixtureDSN(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.close()
+	for try := 1; ; try++ {
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		tx, err := db.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE on SQLite: the write lock
+		if err == nil {
+			err = tx.Rollback()
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if try == 20 {
+			t.Fatalf("the stopped process keeps the database's write lock: %v", err)
+		}
+		if err := p.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
 // TestSecondAnswerWhileParked: while a question waits (its process is
 // stopped, so that the first answer is not taken yet), a second, different
 // answer is ErrAlreadyAnswered and the first one stands; the same answer
@@ -69,9 +104,7 @@ func TestSecondAnswerWhileParked(t *testing.T) {
 		if other, err := rt.Pending(ctx, PendingOf("nobody")); err != nil || len(other.Asks)+len(other.Approvals) != 0 {
 			t.Fatalf("pending of another run: %+v %v", other, err)
 		}
-		if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
+		stopOutsideAWrite(t, dir, cmd.Process)
 		st, err := rt.Status(ctx, "r2")
 		if err != nil || st.State != StateWaiting || len(st.Asks) != 1 || st.Asks[0].Request.ID != ask.Request.ID || st.ExecutorID != DefaultExecutorID ||
 			st.AppVersion != DefaultAppVersion || st.Attempt != 1 {

@@ -2,8 +2,11 @@ package durable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 
 	"github.com/harnessx/harnessx/internal/redact"
 )
@@ -12,11 +15,13 @@ import (
 // secret rules (internal/redact, as the flight recorder and the tracing
 // extension apply them): DBOS logs step and workflow errors, such as a
 // provider's error that quotes an API key, through the runtime's logger.
-func redactedLogger(l *slog.Logger) *slog.Logger {
-	if _, ok := l.Handler().(redactHandler); ok {
-		return l
-	}
-	return slog.New(redactHandler{h: l.Handler(), r: redact.Builtin()})
+//
+// While the runtime closes (closing set), an ERROR record about a
+// cancelled context is logged at DEBUG: Close cancels DBOS's context, and
+// DBOS's queue runner reports the query it was making ("Error dequeuing
+// workflows from queue … context canceled") although nothing failed.
+func redactedLogger(l *slog.Logger, closing *atomic.Bool) *slog.Logger {
+	return slog.New(redactHandler{h: l.Handler(), r: redact.Builtin(), closing: closing})
 }
 
 // redactHandler redacts a record's message and the values of its
@@ -25,14 +30,21 @@ func redactedLogger(l *slog.Logger) *slog.Logger {
 // as they are. Enabled is the wrapped handler's, so a record below its
 // level costs nothing.
 type redactHandler struct {
-	h slog.Handler
-	r *redact.Redactor
+	h       slog.Handler
+	r       *redact.Redactor
+	closing *atomic.Bool // see redactedLogger; nil: never
 }
 
 func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
 
 func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	level := rec.Level
+	if level >= slog.LevelError && h.closing != nil && h.closing.Load() && cancelledAttr(rec) {
+		if level = slog.LevelDebug; !h.h.Enabled(ctx, level) {
+			return nil
+		}
+	}
+	out := slog.NewRecord(rec.Time, level, h.r.String(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
@@ -40,16 +52,35 @@ func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
 	return h.h.Handle(ctx, out)
 }
 
+// cancelledAttr reports whether one of the record's attributes is an
+// error (or an error's text) about a cancelled context.
+func cancelledAttr(rec slog.Record) bool {
+	found := false
+	rec.Attrs(func(a slog.Attr) bool {
+		v := a.Value.Resolve()
+		switch {
+		case v.Kind() == slog.KindAny:
+			if err, ok := v.Any().(error); ok && (errors.Is(err, context.Canceled) || strings.Contains(err.Error(), context.Canceled.Error())) {
+				found = true
+			}
+		case v.Kind() == slog.KindString:
+			found = strings.Contains(v.String(), context.Canceled.Error())
+		}
+		return !found
+	})
+	return found
+}
+
 func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	red := make([]slog.Attr, len(as))
 	for i, a := range as {
 		red[i] = h.attr(a)
 	}
-	return redactHandler{h.h.WithAttrs(red), h.r}
+	return redactHandler{h.h.WithAttrs(red), h.r, h.closing}
 }
 
 func (h redactHandler) WithGroup(name string) slog.Handler {
-	return redactHandler{h.h.WithGroup(name), h.r}
+	return redactHandler{h.h.WithGroup(name), h.r, h.closing}
 }
 
 func (h redactHandler) attr(a slog.Attr) slog.Attr {

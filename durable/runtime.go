@@ -59,6 +59,7 @@ const (
 type Option func(*config)
 
 type config struct {
+	closing    *atomic.Bool // set when Close starts (see redactedLogger)
 	appName    string
 	appVersion string
 	executorID string
@@ -212,7 +213,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	if cfg.poll <= 0 {
 		cfg.poll = 100 * time.Millisecond
 	}
-	cfg.logger = redactedLogger(cfg.logger) // DBOS logs errors, which may hold secrets
+	cfg.closing = new(atomic.Bool)
+	cfg.logger = redactedLogger(cfg.logger, cfg.closing) // DBOS logs errors, which may hold secrets
 	if !cfg.retentionSet {
 		cfg.retention = DefaultRetention
 	}
@@ -419,6 +421,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		return rt.closeErr
 	}
 	rt.closed = true
+	rt.cfg.closing.Store(true)
 	if rt.super != nil {
 		rt.super.stop() // no heartbeat from here on: the others may resume what stays pending
 	}
