@@ -418,9 +418,8 @@
 //     rewritten).
 //   - A run cannot switch from unsealed to sealed while unfinished (see
 //     Data at rest).
-//   - A clean Close's DBOS "level=ERROR … context canceled" record was not
-//     reproduced (TestCloseLogsNoError closes four runtimes on SQLite and
-//     four on Postgres after parallel tools, an approval, a question and
-//     a queue worker's runs, and finds none; 26 runs of examples/durable
-//     showed none either), so nothing filters it.
+//   - On SQLite, a process stopped (a frozen VM, SIGSTOP) inside a write
+//     transaction holds the database's only write lock: the others' writes
+//     wait and fail after the busy timeout (5 s). Several machines belong
+//     on Postgres.
 package durable
