@@ -107,9 +107,10 @@ func WithExecutorID(id string) Option { return func(c *config) { c.executorID = 
 
 // WithLogger sets the logger DBOS and the runtime log to. The default is
 // slog.Default() restricted to warnings and errors: DBOS logs every
-// workflow at info level otherwise.
-// Records pass through the built-in secret redaction first (see Data at
-// rest in the package documentation).
+// workflow at info level otherwise. Records pass through the built-in
+// secret redaction first (see Data at rest in the package
+// documentation), and while the runtime closes, DBOS's ERROR records
+// about the contexts that Close cancels are logged at DEBUG.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // WithQueue enqueues runs on the named DBOS queue instead of running them
