@@ -55,15 +55,15 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 	return resp, err
 }
 
-type startKey struct{}
+// callKey holds, in a durable tool call's context, the call (callInfo).
+type callKey struct{}
 
-// askRun holds, in a tool call's context, the call and its run (askCall).
-type askRun struct{}
-
-// askCall is a durable tool call that may ask.
-type askCall struct {
-	rs   *runState
-	step *harness.Step
+// callInfo is a durable tool call: its run, its step (an ask is served
+// only for it) and when its marker says it first started (harness.Now).
+type callInfo struct {
+	rs    *runState
+	step  *harness.Step
+	start time.Time
 }
 
 // Tools runs each call as a step, started in slice order; a group of
@@ -99,7 +99,7 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 			if err != nil {
 				return stepError(s, fmt.Errorf("record that the call starts: %w", err)), nil
 			}
-			c := context.WithValue(context.WithValue(inner, startKey{}, start), askRun{}, askCall{rs, s})
+			c := context.WithValue(inner, callKey{}, callInfo{rs, s, start})
 			if !fresh && s.Replay != harness.ReplaySafe {
 				return fn(harness.InterruptedContext(c), i), nil
 			}
@@ -145,7 +145,7 @@ func stepError(s *harness.Step, err error) *harness.ToolResult {
 // run again after a crash finds the same workflow, and so the recorded
 // answer, without asking again.
 func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskRequest) (harness.Answer, error) {
-	call, _ := ctx.Value(askRun{}).(askCall)
+	call, _ := ctx.Value(callKey{}).(callInfo)
 	if s == nil || call.step != s {
 		// Only a tool call of a durable run has a run to park: not a
 		// call outside one, nor a subagent's call inside one (its context
@@ -184,8 +184,8 @@ func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskReques
 // call first started, so that a rerun sees the same time; elsewhere
 // (a model request is one step, recorded whole) the current time.
 func (r *runner) Now(ctx context.Context, s *harness.Step) time.Time {
-	if t, ok := ctx.Value(startKey{}).(time.Time); ok {
-		return t
+	if call, ok := ctx.Value(callKey{}).(callInfo); ok {
+		return call.start
 	}
 	return time.Now()
 }

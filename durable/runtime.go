@@ -658,10 +658,7 @@ func (rt *Runtime) await(ctx context.Context, runID string, h dbos.WorkflowHandl
 		rt.mu.Lock()
 		changed := rt.changed
 		rt.mu.Unlock()
-		wait := rt.cfg.poll
-		if failures > 0 {
-			wait = min(rt.cfg.poll<<min(failures, 6), 5*time.Second)
-		}
+		wait := rt.retryWait(failures)
 		select {
 		case o := <-done:
 			if o.err == nil {
@@ -776,7 +773,7 @@ func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, 
 		select {
 		case <-ctx.Done():
 			return nil, opError("wait", runID, context.Cause(ctx))
-		case <-time.After(min(rt.cfg.poll<<min(failures, 6), 5*time.Second)):
+		case <-time.After(rt.retryWait(failures)):
 		}
 	}
 	ws, err := rt.runRow(dc, "wait", runID)
@@ -791,6 +788,15 @@ func (rt *Runtime) Wait(ctx context.Context, runID string) (*harness.RunResult, 
 		h, _ = dbos.RetrieveWorkflow[runOutput](dc, runID) // without a handle, await polls
 	}
 	return rt.await(ctx, runID, h, dbos.WithHandlePollingInterval(rt.cfg.poll))
+}
+
+// retryWait is how long a wait polls again after failures database
+// errors in a row: the poll interval, doubled per failure, at most 5 s.
+func (rt *Runtime) retryWait(failures int) time.Duration {
+	if failures == 0 {
+		return rt.cfg.poll
+	}
+	return min(rt.cfg.poll<<min(failures, 6), 5*time.Second)
 }
 
 // state reads a run's state: done when it finished or is paused; the
