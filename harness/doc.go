@@ -321,6 +321,12 @@
 // answer under the question's ID, which is derived from the execution key
 // and so is the same when the tool runs again after a crash; it serves
 // ReplaySafe tools only, since the asking tool reruns from its start.
+// Instead of waiting, the runner may suspend the run ([ErrSuspended]):
+// the asking call ends with status [ToolSuspended] whatever the tool
+// makes of the error, the model does not see it, and the run ends with
+// [StatusSuspended] (no error); the runner continues the run once the
+// question is answered, and the call, run again, gets the answer. A
+// durable runtime does so, so that a waiting run holds no worker.
 // The questions no runner takes — no durable runtime, a tool that is not
 // ReplaySafe, a call outside the runner's durable runs (its Ask then
 // returns [ErrAskUnsupported]) — go to the application's answerer,

@@ -322,6 +322,9 @@ type toolScope struct {
 	step int32 // the model step of the call
 	pos  int32 // the call's position in the response
 	asks atomic.Int32
+	// suspended is set when the runner parked the run on a question the
+	// call asked (ErrSuspended).
+	suspended atomic.Bool
 
 	mu       sync.Mutex
 	activate []string // from ActivateTools
@@ -561,6 +564,10 @@ func AskUser(ctx context.Context, req AskRequest) (Answer, error) {
 			ans, err := asker.Ask(ctx, s.st, req)
 			if err == nil {
 				return completeAnswer(ans, &req), nil
+			}
+			if errors.Is(err, ErrSuspended) {
+				s.suspended.Store(true)
+				return Answer{}, err
 			}
 			if answer == nil || !errors.Is(err, ErrAskUnsupported) {
 				return Answer{}, err

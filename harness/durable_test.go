@@ -755,3 +755,53 @@ func TestAskerRecognisesItsStep(t *testing.T) {
 		t.Errorf("result %+v, served %d; want the runner to recognise its step", got, r.served)
 	}
 }
+
+// suspendingRunner parks every question it is asked (ErrSuspended).
+type suspendingRunner struct{ harness.DirectRunner }
+
+func (suspendingRunner) Ask(context.Context, *harness.Step, harness.AskRequest) (harness.Answer, error) {
+	return harness.Answer{}, fmt.Errorf("%w: parked", harness.ErrSuspended)
+}
+
+// A question the runner parks suspends the run: the asking call ends
+// with ToolSuspended whatever the tool made of the error, no tool
+// message reaches the conversation, the run ends StatusSuspended without
+// an error, and the other calls of the group ran.
+func TestAskSuspendsTheRun(t *testing.T) {
+	ask := harness.MustTool(harness.NewTool("ask", "", func(ctx context.Context, _ struct{}) (string, error) {
+		_, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskConfirm, Prompt: "ok?"})
+		return "", fmt.Errorf("wrapped without %%w: %v", err) // the tool loses the sentinel
+	}))
+	ask.ReplayPolicy = harness.ReplaySafe
+	ask.Concurrent = true
+	var other atomic.Int32
+	echo := harness.MustTool(harness.NewTool("echo", "", func(ctx context.Context, _ struct{}) (string, error) {
+		other.Add(1)
+		return "echoed", nil
+	}))
+	echo.Concurrent = true
+	var rec ht.HookRecorder
+	both := ht.Response{ToolCalls: []harness.ToolCall{ht.Call("c1", "ask", `{}`), ht.Call("c2", "echo", `{}`)}}
+	a := newAgent(t, ht.NewScriptedProvider(both, ht.Reply("never")),
+		harness.WithTools(ask, echo), harness.WithStepRunner(suspendingRunner{}), rec.Option())
+	res, err := a.Run(context.Background(), "go")
+	if err != nil || res.Status != harness.StatusSuspended || res.Err != nil {
+		t.Fatalf("res = %+v, err = %v; want suspended without an error", res, err)
+	}
+	if res.Steps != 1 || other.Load() != 1 {
+		t.Errorf("steps %d, echo ran %d times; want one model step and the other call run", res.Steps, other.Load())
+	}
+	for _, m := range res.Messages {
+		if m.Role == harness.RoleTool {
+			t.Errorf("a tool message reached the conversation: %+v", m)
+		}
+	}
+	var statuses []harness.ToolStatus
+	for _, e := range rec.Of(harness.EventToolCallEnd) {
+		statuses = append(statuses, e.ToolResult.Status)
+	}
+	slices.Sort(statuses)
+	if !slices.Equal(statuses, []harness.ToolStatus{harness.ToolOK, harness.ToolSuspended}) {
+		t.Errorf("tool end statuses = %q", statuses)
+	}
+}

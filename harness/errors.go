@@ -41,6 +41,14 @@ var (
 	// ErrAskNotReplaySafe is returned by [AskUser] called from a tool that is not
 	// ReplaySafe.
 	ErrAskNotReplaySafe = errors.New("harness: ask from a tool that is not replay-safe")
+	// ErrSuspended is returned (wrapped) by an [Asker] that parks the run
+	// instead of waiting for the answer: a durable runtime frees the
+	// worker while a question waits. [AskUser] returns it to the tool; the
+	// call then ends with status [ToolSuspended] whatever the tool returns,
+	// and the run with [StatusSuspended]. The runner continues the run
+	// later, and the asking call runs again from its start, when
+	// [AskUser] gets the answer.
+	ErrSuspended = errors.New("harness: run suspended until a question is answered")
 	// ErrInvalidAsk is returned by [AskUser] for a malformed [AskRequest].
 	ErrInvalidAsk = errors.New("harness: invalid ask")
 	// ErrInstalling is returned by [Agent.Run], [Agent.Resume] and

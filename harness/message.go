@@ -98,6 +98,10 @@ const (
 	// runtime did not run it again because its tool is not ReplaySafe; the
 	// outcome is unknown (see [InterruptedResult]).
 	ToolInterrupted ToolStatus = "interrupted"
+	// ToolSuspended: the tool asked a question that its step runner parks
+	// ([ErrSuspended]); the run suspends and the call runs again once the
+	// question is answered. Not an outcome: the model never sees it.
+	ToolSuspended ToolStatus = "suspended"
 )
 
 // ToolResult is the answer to a [ToolCall].

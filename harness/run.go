@@ -23,6 +23,11 @@ const (
 	// StatusPaused means the run waits for approvals: see RunResult.Pending
 	// and [Agent.Resume]. A pause is not a completion.
 	StatusPaused Status = "paused"
+	// StatusSuspended means a tool's question parked the run
+	// ([ErrSuspended]): its step runner (a durable runtime) continues it
+	// once the question is answered. Only a step runner that implements
+	// [Asker] suspends a run.
+	StatusSuspended Status = "suspended"
 )
 
 // RunResult is the outcome of [Agent.Run] or [Agent.Resume]. After a
@@ -351,7 +356,11 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, msg *Mes
 		}
 	} else {
 		msgStart = rs.p.MsgStart
-		a.addMessage(ctx, res, toolMessage(a.resumeTools(ctx, res, rs)))
+		results := a.resumeTools(ctx, res, rs)
+		if suspended(results) {
+			return a.suspend(ctx, res, msgStart)
+		}
+		a.addMessage(ctx, res, toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -396,8 +405,8 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 		a.runTools(ctx, res, calls, results, nil)
 		if reqs := pendingRequests(calls, results); len(reqs) > 0 {
 			for i, r := range results {
-				if r != nil && r.Status == ToolPending {
-					results[i] = nil
+				if r != nil && (r.Status == ToolPending || r.Status == ToolSuspended) {
+					results[i] = nil // run on Resume
 				}
 			}
 			a.setPending(&pendingRun{
@@ -406,11 +415,33 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 			})
 			return a.finish(ctx, res, msgStart, nil)
 		}
+		if suspended(results) {
+			return a.suspend(ctx, res, msgStart)
+		}
 		a.addMessage(ctx, res, toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
 	}
+}
+
+// suspended reports whether a call of the group parked the run on a
+// question ([ToolSuspended]).
+func suspended(results []*ToolResult) bool {
+	for _, r := range results {
+		if r != nil && r.Status == ToolSuspended {
+			return true
+		}
+	}
+	return false
+}
+
+// suspend ends the run as suspended: the tool results are not added (the
+// model never sees a suspended call), and the step runner continues the
+// run later from its recorded steps.
+func (a *Agent) suspend(ctx context.Context, res *RunResult, msgStart int) *RunResult {
+	res.Status = StatusSuspended
+	return a.finish(ctx, res, msgStart, nil)
 }
 
 // finish sets the status, runs the completion callbacks and the run-end
@@ -433,6 +464,7 @@ func (a *Agent) finish(ctx context.Context, res *RunResult, msgStart int, err er
 	case a.pending != nil:
 		res.Status = StatusPaused
 		res.Pending = slices.Clone(a.pending.Requests)
+	case res.Status == StatusSuspended:
 	default:
 		res.Status = StatusCompleted
 	}
@@ -441,7 +473,7 @@ func (a *Agent) finish(ctx context.Context, res *RunResult, msgStart int, err er
 	}
 	// Completion observers run even when ctx is cancelled: they get a
 	// context that keeps ctx's values but not its cancellation.
-	if res.Status != StatusPaused && len(a.exts) > 0 {
+	if res.Status != StatusPaused && res.Status != StatusSuspended && len(a.exts) > 0 {
 		cctx := ctx
 		if ctx.Done() != nil { // a context that cannot end needs no shield
 			cctx = context.WithoutCancel(ctx)
@@ -757,7 +789,13 @@ func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call 
 		a.emit(ctx, s, &Event{Type: EventToolCallStart, RunID: res.RunID, Step: res.Steps, ToolCall: call})
 	}
 	r := a.toolExec(ctx, s, res, call)
-	for i := len(s.resultMW) - 1; i >= 0 && r.Status != ToolPending; i-- {
+	if a.cfg.steps != nil {
+		if ts, _ := ctx.Value(scopeKey{}).(*toolScope); ts != nil && ts.suspended.Load() {
+			// Whatever the tool made of AskUser's ErrSuspended.
+			r = &ToolResult{CallID: call.ID, Name: call.Name, Content: "waiting for an answer", Status: ToolSuspended}
+		}
+	}
+	for i := len(s.resultMW) - 1; i >= 0 && r.Status != ToolPending && r.Status != ToolSuspended; i-- {
 		m := s.resultMW[i]
 		if err := safeCall(func() error { return m.AfterToolExecution(ctx, call, r) }); err != nil {
 			r = errorResult(call, ToolMiddlewareErr, fmt.Sprintf("tool result middleware failed: %v", err))

@@ -483,9 +483,10 @@ func (e *Extension) endTool(span trace.Span, r *recorder, call *harness.ToolCall
 		r.content(semconv.GenAIToolCallResultKey, res.Content)
 	}
 	switch status {
-	case harness.ToolOK, harness.ToolPending, harness.ToolCancelled, harness.ToolInterrupted:
-		// Not errors: a pause, a cancellation and a call a crash
-		// interrupted (its outcome is unknown) have their own status.
+	case harness.ToolOK, harness.ToolPending, harness.ToolCancelled, harness.ToolInterrupted, harness.ToolSuspended:
+		// Not errors: a pause, a cancellation, a call a crash
+		// interrupted (its outcome is unknown) and a question that
+		// suspended the run have their own status.
 	default:
 		if res.IsError || status != harness.ToolOK {
 			typ := string(status)
