@@ -86,12 +86,12 @@ func TestSecondAnswerWhileParked(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		exited, gone := make(chan error, 1), make(chan struct{})
+		go func() { exited <- cmd.Wait(); close(gone) }()
 		defer func() {
 			_ = cmd.Process.Signal(syscall.SIGCONT)
 			select {
-			case <-exited:
+			case <-gone:
 			case <-time.After(30 * time.Second):
 				_ = cmd.Process.Kill()
 			}
@@ -104,9 +104,10 @@ func TestSecondAnswerWhileParked(t *testing.T) {
 		if other, err := rt.Pending(ctx, PendingOf("nobody")); err != nil || len(other.Asks)+len(other.Approvals) != 0 {
 			t.Fatalf("pending of another run: %+v %v", other, err)
 		}
+		waitStatus(t, rt, "r2", func(st *RunStatus) bool { return st.Parked })
 		stopOutsideAWrite(t, dir, cmd.Process)
 		st, err := rt.Status(ctx, "r2")
-		if err != nil || st.State != StateWaiting || len(st.Asks) != 1 || st.Asks[0].Request.ID != ask.Request.ID || st.ExecutorID != DefaultExecutorID ||
+		if err != nil || st.State != StateWaiting || !st.Parked || len(st.Asks) != 1 || st.Asks[0].Request.ID != ask.Request.ID || st.ExecutorID != DefaultExecutorID ||
 			st.AppVersion != DefaultAppVersion || st.Attempt != 1 {
 			t.Fatalf("status %+v %v", st, err)
 		}

@@ -219,26 +219,65 @@
 // # Approvals
 //
 // A run that pauses on approvals parks: it starts a child workflow
-// "<run>/approval/<n>" that waits for the decisions, and [Runtime.Run]
-// returns the paused result. [Runtime.Resume] from any process checks the
-// decisions (one per pending approval), sends them, and waits for the
-// run's next outcome. A process that dies while a run is paused loses
-// nothing: the next Launch recovers the run, which replays to the same
-// pause and waits again.
+// "<run>/approval/<n>" that lists the pause ([Runtime.Pending]), and
+// [Runtime.Run] returns the paused result. [Runtime.Resume] from any
+// process checks the decisions (one per pending approval), records them
+// (the first decisions stand: different ones later are
+// [ErrAlreadyAnswered]), sends them, wakes the run and waits for its next
+// outcome. A process that dies while a run is paused loses nothing.
 //
 // # Questions
 //
 // A ReplaySafe tool may ask the user with [harness.AskUser]. The question
 // becomes a workflow "<run>/ask/<ask id>" that waits for
-// [Runtime.Reply]; the tool waits for it. A tool run again after a crash
-// finds the recorded answer, or the same open question, without asking
-// twice. [Runtime.Pending] lists the open approvals and questions of every
-// run in the database, or of one ([PendingOf]), each question with the
-// tool that asks it. The first answer stands: it is recorded before it is
-// sent, so a different second [Runtime.Reply] is [ErrAlreadyAnswered]
-// whether the question still waits or was answered. [harness.AskUser]
-// through [Runtime.Runner] outside a durable run is
-// [harness.ErrAskUnsupported].
+// [Runtime.Reply]. Without an answer yet, the run parks (below). Once
+// answered, the run continues and the asking tool runs again from its
+// start: [harness.AskUser] returns the answer at once, without asking
+// twice. Make what a tool does before it asks safe to repeat. A tool run
+// again after a crash finds the recorded answer, or the same open
+// question, the same way. [Runtime.Pending] lists the open approvals and
+// questions of every run in the database, or of one ([PendingOf]), each
+// question with the tool that asks it. The first answer stands: it is
+// recorded before it is sent, so a different second [Runtime.Reply] is
+// [ErrAlreadyAnswered] whether the question still waits, was answered,
+// or its run finished. [harness.AskUser] through [Runtime.Runner] outside
+// a durable run is [harness.ErrAskUnsupported].
+//
+// # Parked runs hold no worker
+//
+// A run that waits for a person does not execute while it waits, so it
+// holds no queue slot ([WithWorkerConcurrency]) and no goroutine of its
+// worker: with concurrency 2 and any number of runs waiting, new runs
+// still run. Parking: a question without an answer ends the asking call
+// with [harness.ErrSuspended] (the call's status is
+// [harness.ToolSuspended], and the run's [harness.StatusSuspended]: not
+// errors on spans); a pause on approvals without decisions parks the
+// same way. The execution records what the run waits for in the parked
+// table ("harnessx.parked" on Postgres, "harnessx_parked" on SQLite),
+// fenced on its execution number like the markers, cancels the run's
+// workflow from outside it (DBOS's row becomes CANCELLED, leaves its
+// queue and loses its owner; harnessx reads it as parked) and returns.
+// [Runtime.Status] reports a parked run with Parked set, and its state is
+// waiting or paused; [Runtime.Wait] keeps waiting for a run parked on a
+// question, and returns the paused result of one parked on approvals.
+//
+// Reply and Resume record the answer before they send it, then wake the
+// run once everything it waits for is answered: they claim its parked
+// rows in one statement (so that of two wakers one moves it) and move
+// the run back to the queue it came from (dbos.ResumeWorkflow; DBOS's
+// internal queue for a run without one). Its next execution replays its
+// recorded steps (no model request or tool call is made again; the spans
+// show it as the run's next attempt, with harnessx.recovered) and
+// continues from the answer. The parker writes before it reads what the
+// waker wrote, and the waker the other way round, so an answer given
+// while the run parks is never missed; every launched runtime also looks
+// every 2 s for parked runs with all their answers (a waker that stopped
+// mid-wake, after a 30 s claim) and wakes them. TestParkedRunsFreeTheirSlots
+// (a worker process with concurrency 2, five runs parked on questions and
+// three on approvals, three new runs complete; then all answered, all
+// complete, each asking tool run twice) and TestAnswerRacesThePark
+// (twenty runs answered the moment their question shows) test it on
+// SQLite and Postgres.
 //
 // # Sessions
 //
@@ -397,8 +436,11 @@
 //
 // # Not done
 //
-//   - A run parked on a question or an approval holds its worker's queue
-//     slot ([WithWorkerConcurrency]) while it waits.
+//   - A run continued after its answer is its next attempt: it replays
+//     its recorded steps and counts as recovered on its spans, which
+//     cannot tell a continuation from a crash's recovery.
+//   - A question's own workflow ("<run>/ask/<id>") still waits in a
+//     process (a goroutine, not a queue slot) until it is answered.
 //   - Per-machine concurrency limits need one queue per machine: DBOS
 //     stores a queue's worker limit once for all workers.
 //   - Errors of a recorded run come back as text ([RunError]), not as

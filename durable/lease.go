@@ -37,6 +37,7 @@ type leaseDB struct {
 	kv       string // extension storage (storage.go)
 	snaps    string // the engine snapshots of extension state
 	answers  string // the first answer given to each question (Reply)
+	parked   string // what each parked run waits for (suspend.go)
 	postgres bool
 	seal     *sealer // seals storage values and snapshots; nil: none
 
@@ -66,6 +67,7 @@ func (l *leaseDB) q(query string) string {
 	query = strings.ReplaceAll(query, "{KV}", l.kv)
 	query = strings.ReplaceAll(query, "{P}", l.snaps)
 	query = strings.ReplaceAll(query, "{A}", l.answers)
+	query = strings.ReplaceAll(query, "{K}", l.parked)
 	query = strings.ReplaceAll(query, "{NOW}", l.nowMs())
 	if !l.postgres {
 		query = numbered.ReplaceAllString(query, "?$1")
@@ -77,10 +79,10 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	l := &leaseDB{}
 	var err error
 	if path, ok := sqlitePath(dsn); ok {
-		l.table, l.steps, l.kv, l.snaps, l.answers = "harnessx_workers", "harnessx_steps", "harnessx_storage", "harnessx_snapshots", "harnessx_answers"
+		l.table, l.steps, l.kv, l.snaps, l.answers, l.parked = "harnessx_workers", "harnessx_steps", "harnessx_storage", "harnessx_snapshots", "harnessx_answers", "harnessx_parked"
 		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	} else { // Open refuses SQLite DSNs without a file
-		l.table, l.steps, l.kv, l.snaps, l.answers, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", "harnessx.snapshots", "harnessx.answers", true
+		l.table, l.steps, l.kv, l.snaps, l.answers, l.parked, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", "harnessx.snapshots", "harnessx.answers", "harnessx.parked", true
 		l.db, err = sql.Open("pgx", dsn)
 	}
 	if err != nil {
@@ -124,6 +126,14 @@ CREATE TABLE IF NOT EXISTS {A} (
 	ask_id TEXT NOT NULL,
 	answer TEXT NOT NULL,
 	PRIMARY KEY (run_id, ask_id)
+);
+CREATE TABLE IF NOT EXISTS {K} (
+	run_id    TEXT NOT NULL,
+	wait_id   TEXT NOT NULL,
+	queue     TEXT NOT NULL,
+	since_ms  BIGINT NOT NULL,
+	waking_ms BIGINT,
+	PRIMARY KEY (run_id, wait_id)
 )`
 	for _, s := range strings.Split(l.q(stmts), ";\n") {
 		// Two workers creating the schema at once on Postgres: one may
@@ -314,6 +324,10 @@ func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 	for _, r := range runs {
 		if r.asked {
 			if _, err := answers.ExecContext(ctx, r.id); err != nil {
+				tx.Rollback()
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM {K} WHERE run_id = $1`), r.id); err != nil {
 				tx.Rollback()
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/harnessx/harnessx/internal/redact"
@@ -20,8 +21,32 @@ import (
 // cancelled context is logged at DEBUG: Close cancels DBOS's context, and
 // DBOS's queue runner reports the query it was making ("Error dequeuing
 // workflows from queue … context canceled") although nothing failed.
-func redactedLogger(l *slog.Logger, closing *atomic.Bool) *slog.Logger {
-	return slog.New(redactHandler{h: l.Handler(), r: redact.Builtin(), closing: closing})
+//
+// DBOS's warning that a workflow's outcome was not recorded is logged at
+// DEBUG for a run this process parked (suspend.go): the workflow function
+// of a parked run returns after its row was cancelled, as parking means.
+func redactedLogger(l *slog.Logger, st *logState) *slog.Logger {
+	return slog.New(redactHandler{h: l.Handler(), r: redact.Builtin(), st: st})
+}
+
+// logState is what the runtime's logger knows of the runtime.
+type logState struct {
+	closing atomic.Bool // set when Close starts
+	parking sync.Map    // the IDs of the runs this process parked, until woken
+}
+
+// parkedRun reports whether the record is about a run this process
+// parked.
+func (st *logState) parkedRun(rec slog.Record) bool {
+	found := false
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "workflow_id" {
+			_, found = st.parking.Load(a.Value.String())
+			return false
+		}
+		return true
+	})
+	return found
 }
 
 // redactHandler redacts a record's message and the values of its
@@ -30,16 +55,17 @@ func redactedLogger(l *slog.Logger, closing *atomic.Bool) *slog.Logger {
 // as they are. Enabled is the wrapped handler's, so a record below its
 // level costs nothing.
 type redactHandler struct {
-	h       slog.Handler
-	r       *redact.Redactor
-	closing *atomic.Bool // see redactedLogger; nil: never
+	h  slog.Handler
+	r  *redact.Redactor
+	st *logState // see redactedLogger; nil: nothing is demoted
 }
 
 func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
 
 func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
 	level := rec.Level
-	if level >= slog.LevelError && h.closing != nil && h.closing.Load() && cancelledAttr(rec) {
+	if h.st != nil && (level >= slog.LevelError && h.st.closing.Load() && cancelledAttr(rec) ||
+		level == slog.LevelWarn && strings.HasPrefix(rec.Message, "Workflow outcome was not recorded") && h.st.parkedRun(rec)) {
 		if level = slog.LevelDebug; !h.h.Enabled(ctx, level) {
 			return nil
 		}
@@ -76,11 +102,11 @@ func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
 	for i, a := range as {
 		red[i] = h.attr(a)
 	}
-	return redactHandler{h.h.WithAttrs(red), h.r, h.closing}
+	return redactHandler{h.h.WithAttrs(red), h.r, h.st}
 }
 
 func (h redactHandler) WithGroup(name string) slog.Handler {
-	return redactHandler{h.h.WithGroup(name), h.r, h.closing}
+	return redactHandler{h.h.WithGroup(name), h.r, h.st}
 }
 
 func (h redactHandler) attr(a slog.Attr) slog.Attr {

@@ -148,7 +148,27 @@ func (rt *Runtime) openApproval(dc dbos.Context, runID string) (*approvalInput, 
 	if err := decodeAny(ws[0].Input, &in); err != nil {
 		return nil, fmt.Errorf("durable: run %s: approval: %w", runID, err)
 	}
+	// Decided, and the decisions not yet taken: the run continues.
+	db, err := rt.auxDB(dc)
+	if err != nil {
+		return nil, fmt.Errorf("durable: run %s: %w", runID, err)
+	}
+	if _, decided, err := db.recordedAnswer(dc, runID, approvalWait(in.Seq)); err != nil || decided {
+		if err != nil {
+			return nil, fmt.Errorf("durable: run %s: approval: %w", runID, err)
+		}
+		return nil, nil
+	}
 	return &in, nil
+}
+
+// wakeAfterAnswer wakes the run, parked on the question or approval just
+// answered, once all it waits for is answered; a launched runtime does it
+// if this cannot.
+func (rt *Runtime) wakeAfterAnswer(ctx context.Context, runID string) {
+	if _, err := rt.wake(ctx, runID); err != nil {
+		rt.cfg.logger.Warn("durable: cannot wake a run after its answer; a launched runtime will", "run_id", runID, "error", err)
+	}
 }
 
 // Resume continues a run from any process on the database, and waits, as
@@ -181,6 +201,13 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 		return nil, err
 	}
 	finished := ws.Status != dbos.WorkflowStatusPending && ws.Status != dbos.WorkflowStatusEnqueued && ws.Status != dbos.WorkflowStatusDelayed
+	if ws.Status == dbos.WorkflowStatusCancelled {
+		if waits, _, err := rt.parkedWaits(dc, runID); err != nil {
+			return nil, opError("resume", runID, err)
+		} else if len(waits) > 0 {
+			finished = false // parked: it waits for answers or decisions
+		}
+	}
 	if !finished {
 		// A run of another version is neither moved nor waited for: no
 		// worker of this version would take it.
@@ -195,6 +222,11 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 	if ap == nil {
 		if len(decisions) == 0 {
 			switch ws.Status {
+			case dbos.WorkflowStatusCancelled:
+				if !finished { // parked: woken if it has its answers, else waited for
+					rt.wakeAfterAnswer(ctx, runID)
+					return rt.Wait(ctx, runID)
+				}
 			case dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusDelayed:
 				return rt.Wait(ctx, runID)
 			case dbos.WorkflowStatusPending:
@@ -213,26 +245,17 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 	if err := checkDecisions(ap.Paused.Pending, decisions); err != nil {
 		return nil, opError("resume", runID, err)
 	}
+	// Recorded before they are sent, as an answer is: the first
+	// decisions stand, and a parked run finds them when it continues.
+	if err := rt.decide(ctx, runID, ap.Seq, decisions); err != nil {
+		return nil, opError("resume", runID, err)
+	}
 	id := fmt.Sprintf("%s/approval/%d", runID, ap.Seq)
 	if err := dbos.Send(dc, id, decisions, decisionsTopic, dbos.WithIdempotencyKey(id)); err != nil {
 		return nil, opError("resume", runID, err)
 	}
-	// Wait until the decisions are taken, so that Wait does not report
-	// the pause they answer.
-	for {
-		ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
-		if err != nil && !transient(err) {
-			return nil, opError("resume", runID, err)
-		}
-		if err == nil && len(ws) == 1 && ws[0].Status != dbos.WorkflowStatusPending && ws[0].Status != dbos.WorkflowStatusEnqueued {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, &Error{Op: "resume", RunID: runID, Msg: "the decisions are sent and not taken yet", Err: context.Cause(ctx)}
-		case <-time.After(rt.cfg.poll):
-		}
-	}
+	rt.wakeAfterAnswer(ctx, runID)
+	// openApproval no longer reports the pause they answer.
 	return rt.Wait(ctx, runID)
 }
 
@@ -325,6 +348,15 @@ func (rt *Runtime) reply(ctx context.Context, runID, askID string, ans harness.A
 	}
 	switch ws[0].Status {
 	case dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued:
+		// A run that finished took its answer (its recorded answers go
+		// with it), or ended without one: either way this one comes late.
+		run, err := rt.runRow(dc, "reply", runID)
+		if err != nil {
+			return err
+		}
+		if s := run.Status; s == dbos.WorkflowStatusSuccess || s == dbos.WorkflowStatusError {
+			return fmt.Errorf("%w: question %q: the run %s", ErrAlreadyAnswered, askID, stateWord(s))
+		}
 		// The first answer stands: it is recorded before it is sent, so
 		// that a different second one is refused even while the first
 		// is on its way (a message's idempotency key alone would drop
@@ -348,7 +380,11 @@ func (rt *Runtime) reply(ctx context.Context, runID, askID string, ans harness.A
 		if first != ans {
 			return fmt.Errorf("%w: question %q, with another answer", ErrAlreadyAnswered, askID)
 		}
-		return dbos.Send(dc, id, ans, answerTopic, dbos.WithIdempotencyKey(id))
+		if err := dbos.Send(dc, id, ans, answerTopic, dbos.WithIdempotencyKey(id)); err != nil {
+			return err
+		}
+		rt.wakeAfterAnswer(ctx, runID)
+		return nil
 	case dbos.WorkflowStatusSuccess:
 		h, err := dbos.RetrieveWorkflow[harness.Answer](dc, id)
 		if err != nil {

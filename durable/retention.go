@@ -120,6 +120,18 @@ func (rt *Runtime) sweep(ctx context.Context) (int, error) {
 			id = id[:i]
 		}
 	}
+	// A parked run is cancelled in DBOS's eyes, and unfinished in ours.
+	db, err := rt.auxDB(ctx)
+	if err != nil {
+		return 0, err
+	}
+	parked, err := db.parkedRuns(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range parked {
+		busy[id] = true
+	}
 	// Pages of the oldest first: the kept ones stay at the front, so the
 	// next page starts after them.
 	cutoff := time.Now().Add(-rt.cfg.retention)
@@ -161,10 +173,6 @@ func (rt *Runtime) sweep(ctx context.Context) (int, error) {
 		}
 	}
 	ids := deleted
-	db, err := rt.auxDB(ctx)
-	if err != nil {
-		return len(ids), err
-	}
 	if err := rt.sweepOrphans(ctx, dc, db, runs); err != nil {
 		return len(ids), err
 	}
@@ -207,7 +215,7 @@ func isBusy(busy map[string]bool, id string) bool {
 // resumed, and its markers tell its interrupted calls.
 func (rt *Runtime) sweepOrphans(ctx context.Context, dc dbos.Context, db *leaseDB, deleted []string) error {
 	ids := map[string]bool{}
-	for _, table := range []string{db.steps, db.snaps, db.answers} {
+	for _, table := range []string{db.steps, db.snaps, db.answers, db.parked} {
 		rows, err := db.db.QueryContext(ctx, `SELECT DISTINCT run_id FROM `+table)
 		if err != nil {
 			return err

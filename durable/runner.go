@@ -2,7 +2,9 @@ package durable
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
@@ -69,23 +71,53 @@ type callInfo struct {
 // Tools runs each call as a step, started in slice order; a group of
 // several runs its steps in parallel (dbos.Go). A call that an earlier
 // execution started but did not record was interrupted: a ReplaySafe call
-// runs again, a ReplayUnsafe one is reported interrupted. The engine
-// snapshot follows the group.
+// runs again, a ReplayUnsafe one is reported interrupted. A call whose
+// recorded result is a question that parked the run (ToolSuspended) runs
+// again, from its start, as the step "<name>/answered/<n>": its question
+// has an answer now, or it parks the run again. The engine snapshot
+// follows the group.
 func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx context.Context, i int) *harness.ToolResult) []*harness.ToolResult {
 	rs := runOf(ctx)
 	if rs == nil {
 		return harness.DirectRunner{}.Tools(ctx, steps, fn)
 	}
-	wf := rs.wf
 	inner := inStep(ctx)
 	out := make([]*harness.ToolResult, len(steps))
-	chans := make([]<-chan dbos.StepOutcome[*harness.ToolResult], len(steps))
+	names := make([]string, len(steps))
+	todo := make([]int, len(steps))
 	for i, s := range steps {
-		name := s.Key
+		names[i] = s.Key
 		if s.Resumed {
-			name += "/resume"
+			names[i] += "/resume"
 		}
-		body := func(context.Context) (res *harness.ToolResult, err error) {
+		todo[i] = i
+	}
+	for again := 1; len(todo) > 0; again++ {
+		ran := make([]bool, len(steps))
+		r.toolRound(rs, inner, steps, names, todo, ran, out, fn)
+		next := todo[:0]
+		for _, i := range todo {
+			if !ran[i] && out[i] != nil && out[i].Status == harness.ToolSuspended {
+				// Recorded by an execution that parked: the question is
+				// answered, or the call parks the run again.
+				names[i] = steps[i].Key + "/answered/" + strconv.Itoa(again)
+				next = append(next, i)
+			}
+		}
+		todo = next
+	}
+	r.rt.snapshot(rs, steps[len(steps)-1].Key)
+	return out
+}
+
+// toolRound runs the calls todo as steps named names[i], in parallel when
+// there are several, and sets out[i], and ran[i] when the call ran in this
+// execution rather than replayed.
+func (r *runner) toolRound(rs *runState, inner context.Context, steps []*harness.Step, names []string, todo []int, ran []bool, out []*harness.ToolResult, fn func(ctx context.Context, i int) *harness.ToolResult) {
+	body := func(i int) func(context.Context) (*harness.ToolResult, error) {
+		s, name := steps[i], names[i]
+		return func(context.Context) (res *harness.ToolResult, err error) {
+			ran[i] = true
 			defer func() {
 				if p := recover(); p != nil {
 					// A result, not the step's error: DBOS records errors in plain text.
@@ -105,33 +137,36 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 			}
 			return fn(c, i), nil
 		}
-		if len(steps) == 1 {
-			res, err := dbos.RunAsStep(wf, body, dbos.WithStepName(name))
-			if rs.fence(err) != nil {
-				res = stepError(s, err)
-			}
-			out[i] = res
-			continue
-		}
-		ch, err := dbos.Go(wf, body, dbos.WithStepName(name))
-		if rs.fence(err) != nil {
-			out[i] = stepError(s, err)
-			continue
-		}
-		chans[i] = ch
 	}
-	for i, ch := range chans {
+	if len(todo) == 1 {
+		i := todo[0]
+		res, err := dbos.RunAsStep(rs.wf, body(i), dbos.WithStepName(names[i]))
+		if rs.fence(err) != nil {
+			res = stepError(steps[i], err)
+		}
+		out[i] = res
+		return
+	}
+	chans := make([]<-chan dbos.StepOutcome[*harness.ToolResult], len(todo))
+	for k, i := range todo {
+		ch, err := dbos.Go(rs.wf, body(i), dbos.WithStepName(names[i]))
+		if rs.fence(err) != nil {
+			out[i] = stepError(steps[i], err)
+			continue
+		}
+		chans[k] = ch
+	}
+	for k, ch := range chans {
 		if ch == nil {
 			continue
 		}
 		o := <-ch
+		i := todo[k]
 		out[i] = o.Result
 		if rs.fence(o.Err) != nil {
 			out[i] = stepError(steps[i], o.Err)
 		}
 	}
-	r.rt.snapshot(rs, steps[len(steps)-1].Key)
-	return out
 }
 
 // stepError is the result of a call whose step failed in the runtime (the
@@ -140,10 +175,14 @@ func stepError(s *harness.Step, err error) *harness.ToolResult {
 	return &harness.ToolResult{CallID: s.Call.ID, Name: s.Call.Name, Content: "durable: " + err.Error(), IsError: true, Status: harness.ToolError}
 }
 
-// Ask parks the question in an ask workflow named "<run id>/ask/<ask id>",
-// which waits for [Runtime.Reply]; the tool waits for its result. A tool
-// run again after a crash finds the same workflow, and so the recorded
-// answer, without asking again.
+// Ask serves a question of a durable run's tool call. The question is a
+// workflow named "<run id>/ask/<ask id>", which waits for [Runtime.Reply]
+// and lists the question in Pending. With an answer recorded, Ask returns
+// it; without one, the run parks ([harness.ErrSuspended]): its execution
+// ends and frees its worker, and the run continues, running the call
+// again from its start, once the question is answered (suspend.go). A
+// tool run again after a crash finds the same question, and so its
+// answer, without asking twice.
 func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskRequest) (harness.Answer, error) {
 	call, _ := ctx.Value(callKey{}).(callInfo)
 	if s == nil || call.step != s {
@@ -154,30 +193,40 @@ func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskReques
 		return harness.Answer{}, fmt.Errorf("%w: outside a durable run", harness.ErrAskUnsupported)
 	}
 	call.rs.asked.Store(true)
+	id := askWorkflowID(s.RunID, req.ID)
 	h, err := dbos.RunWorkflow(r.rt.dctx, askWorkflow, askInput{RunID: s.RunID, Key: s.Key, Tool: s.Call.Name, Request: req},
-		dbos.WithWorkflowID(askWorkflowID(s.RunID, req.ID)))
+		dbos.WithWorkflowID(id))
 	if err != nil {
 		return harness.Answer{}, fmt.Errorf("durable: ask %s: %w", req.ID, err)
 	}
-	r.rt.notify()
-	type result struct {
-		a   harness.Answer
-		err error
+	enc, ok, err := r.rt.recorded(ctx, s.RunID, req.ID)
+	if err != nil {
+		return harness.Answer{}, fmt.Errorf("durable: ask %s: %w", req.ID, err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		a, err := h.GetResult()
-		done <- result{a, err}
-	}()
-	select {
-	case res := <-done:
-		if res.err != nil {
-			return harness.Answer{}, fmt.Errorf("durable: ask %s: %w", req.ID, res.err)
+	if ok {
+		var ans harness.Answer
+		if err := json.Unmarshal(enc, &ans); err != nil {
+			return harness.Answer{}, fmt.Errorf("durable: ask %s: the recorded answer: %w", req.ID, err)
 		}
-		return res.a, nil
-	case <-ctx.Done():
-		return harness.Answer{}, context.Cause(ctx)
+		// The question's workflow ends with it, if Reply's own send did
+		// not arrive.
+		if err := dbos.Send(r.rt.dctx, id, ans, answerTopic, dbos.WithIdempotencyKey(id)); err != nil {
+			r.rt.cfg.logger.Warn("durable: cannot close an answered question", "run_id", s.RunID, "ask_id", req.ID, "error", err)
+		}
+		// The question's workflow records the answer for good (its row
+		// outlives the run's answers), so that a Reply after the run
+		// still compares against it. A process that runs it and stopped
+		// is not waited for long.
+		_, _ = h.GetResult(dbos.WithHandleTimeout(askSettle), dbos.WithHandlePollingInterval(r.rt.cfg.poll))
+		return ans, nil
 	}
+	if st, err := h.GetStatus(); err == nil && st.Status == dbos.WorkflowStatusSuccess {
+		// Answered before the answers were recorded apart.
+		return h.GetResult()
+	}
+	r.rt.notify()
+	call.rs.waits.add(req.ID)
+	return harness.Answer{}, fmt.Errorf("%w: question %s of run %s", harness.ErrSuspended, req.ID, s.RunID)
 }
 
 // Now returns, inside a tool call, the time its marker recorded when the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,7 +60,7 @@ const (
 type Option func(*config)
 
 type config struct {
-	closing    *atomic.Bool // set when Close starts (see redactedLogger)
+	logs       *logState // what the logger knows of the runtime (see redactedLogger)
 	appName    string
 	appVersion string
 	executorID string
@@ -177,6 +178,9 @@ type Runtime struct {
 	auxMu sync.Mutex
 	aux   *leaseDB // see auxDB
 
+	wakeStop context.CancelFunc // the waker loop (suspend.go)
+	wakeWG   sync.WaitGroup
+
 	cleanMu     sync.Mutex // see finished
 	cleanCh     chan finishedRun
 	cleanDone   chan struct{}
@@ -214,8 +218,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Runtime, error) {
 	if cfg.poll <= 0 {
 		cfg.poll = 100 * time.Millisecond
 	}
-	cfg.closing = new(atomic.Bool)
-	cfg.logger = redactedLogger(cfg.logger, cfg.closing) // DBOS logs errors, which may hold secrets
+	cfg.logs = new(logState)
+	cfg.logger = redactedLogger(cfg.logger, cfg.logs) // DBOS logs errors, which may hold secrets
 	if !cfg.retentionSet {
 		cfg.retention = DefaultRetention
 	}
@@ -399,6 +403,7 @@ func (rt *Runtime) Launch(ctx context.Context) error {
 		return fmt.Errorf("durable: launch: %w", err)
 	}
 	rt.startSweeper()
+	rt.startWaker()
 	if rt.cfg.lease > 0 && (rt.queue != "" || rt.cfg.leaseSet) {
 		s, err := startSupervisor(ctx, rt)
 		if err != nil {
@@ -422,11 +427,12 @@ func (rt *Runtime) Close(ctx context.Context) error {
 		return rt.closeErr
 	}
 	rt.closed = true
-	rt.cfg.closing.Store(true)
+	rt.cfg.logs.closing.Store(true)
 	if rt.super != nil {
 		rt.super.stop() // no heartbeat from here on: the others may resume what stays pending
 	}
 	rt.stopSweeper()
+	rt.stopWaker()
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), time.Millisecond)
@@ -729,6 +735,14 @@ func (rt *Runtime) sessionState(ctx context.Context, session string) (string, []
 			}
 		case dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusDelayed:
 			return "", nil, fmt.Errorf("%w: session %q, run %s", ErrSessionBusy, session, w.ID)
+		case dbos.WorkflowStatusCancelled:
+			waits, _, err := rt.parkedWaits(ctx, w.ID)
+			if err != nil {
+				return "", nil, fmt.Errorf("durable: session %q: %w", session, err)
+			}
+			if len(waits) > 0 {
+				return "", nil, fmt.Errorf("%w: session %q, run %s (parked)", ErrSessionBusy, session, w.ID)
+			}
 		}
 	}
 	next := session + "/" + strconv.Itoa(n+1)
@@ -824,8 +838,16 @@ func (rt *Runtime) state(dc dbos.Context, runID string) (*harness.RunResult, boo
 		res := out.result()
 		return res, true, res.Err
 	case dbos.WorkflowStatusCancelled:
-		res := &harness.RunResult{RunID: runID, Status: harness.StatusCancelled, Err: &RunError{RunID: runID, Msg: "durable: the run was cancelled"}}
-		return res, true, res.Err
+		waits, _, err := rt.parkedWaits(dc, runID)
+		if err != nil {
+			return nil, false, fmt.Errorf("durable: run %s: %w", runID, err)
+		}
+		if len(waits) == 0 {
+			res := &harness.RunResult{RunID: runID, Status: harness.StatusCancelled, Err: &RunError{RunID: runID, Msg: "durable: the run was cancelled"}}
+			return res, true, res.Err
+		}
+		// Parked: on approvals it is paused (below); on questions, or
+		// answered and about to continue, it is not done.
 	case dbos.WorkflowStatusMaxRecoveryAttemptsExceeded:
 		res := &harness.RunResult{RunID: runID, Status: harness.StatusFailed, Err: &RunError{RunID: runID, Msg: "durable: the run crashed too often on recovery"}}
 		return res, true, res.Err
@@ -893,8 +915,13 @@ type runState struct {
 	// marker): it then runs no more model requests or tools, writes
 	// nothing, and leaves the run's rows to the newer execution.
 	fenced atomic.Bool
-	// asked is set when a tool of the run asked a question.
+	// asked is set when a tool of the run asked a question, or the run
+	// paused on approvals: their answers go with its rows.
 	asked atomic.Bool
+	// waits are the questions the run's calls parked on in this
+	// execution; parked is set once the run is parked (suspend.go).
+	waits  waits
+	parked atomic.Bool
 }
 
 // fence notes that err, returned by a DBOS step or the steps table, says
@@ -950,17 +977,32 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		}
 	}
 	res, err := agent.Run(hctx, in.Input)
-	for n := 1; res != nil && res.Status == harness.StatusPaused; n++ {
+	for n := 1; res != nil && (res.Status == harness.StatusPaused || res.Status == harness.StatusSuspended); n++ {
+		if res.Status == harness.StatusSuspended {
+			return rt.park(ctx, rs, rs.waits.list())
+		}
+		rs.asked.Store(true) // the decisions are kept with the answers
 		out := toOutput(res)
-		h, err := dbos.RunWorkflow(ctx, approvalWorkflow, approvalInput{RunID: runID, Seq: n, Paused: out},
-			dbos.WithWorkflowID(runID+"/approval/"+strconv.Itoa(n)))
+		id := runID + "/approval/" + strconv.Itoa(n)
+		if _, err := dbos.RunWorkflow(ctx, approvalWorkflow, approvalInput{RunID: runID, Seq: n, Paused: out}, dbos.WithWorkflowID(id)); err != nil {
+			return runOutput{}, rs.fence(err)
+		}
+		rt.notify()
+		enc, ok, err := rt.recorded(ctx, runID, approvalWait(n))
 		if err != nil {
 			return runOutput{}, err
 		}
-		rt.notify()
-		decisions, err := h.GetResult()
-		if err != nil {
-			return runOutput{}, err
+		if !ok {
+			return rt.park(ctx, rs, []string{approvalWait(n)})
+		}
+		var decisions []harness.Decision
+		if err := json.Unmarshal(enc, &decisions); err != nil {
+			return runOutput{}, fmt.Errorf("durable: run %s: the recorded decisions: %w", runID, err)
+		}
+		// The approval's workflow ends with them, if Resume's own send
+		// did not arrive.
+		if err := dbos.Send(rt.dctx, id, decisions, decisionsTopic, dbos.WithIdempotencyKey(id)); err != nil {
+			rt.cfg.logger.Warn("durable: cannot close an answered approval", "run_id", runID, "error", err)
 		}
 		res, err = agent.Resume(hctx, decisions...)
 		if err != nil && res == nil {

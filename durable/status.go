@@ -63,6 +63,10 @@ type RunStatus struct {
 	Approvals []harness.ApprovalRequest
 	// Asks are the questions the run waits on.
 	Asks []PendingAsk
+	// Parked is set while the run waits for answers or decisions without
+	// an execution: it holds no worker's queue slot, and continues once
+	// answered (see the package doc).
+	Parked bool
 	// Err is a finished run's error, nil when it completed.
 	Err error
 }
@@ -87,6 +91,25 @@ func (rt *Runtime) Status(ctx context.Context, runID string) (*RunStatus, error)
 		}
 	case dbos.WorkflowStatusPending:
 		st.State = StateRunning
+	case dbos.WorkflowStatusCancelled:
+		waits, answered, err := rt.parkedWaits(ctx, runID)
+		if err != nil {
+			return nil, opError("status", runID, err)
+		}
+		if len(waits) == 0 {
+			st.State = StateCancelled
+			st.Err = &RunError{RunID: runID, Msg: "durable: the run was cancelled"}
+			return st, nil
+		}
+		// Parked: it holds no worker. Waiting for an answer or decisions
+		// (below), or answered and about to be queued again.
+		st.State, st.Parked = StateRunning, true
+		if !slices.Contains(answered, false) {
+			st.State = StateQueued
+		}
+		if st.Queue == "" || strings.HasPrefix(st.Queue, "_dbos") {
+			st.Queue = rt.queue
+		}
 	default:
 		res, _, err := rt.state(dc, runID)
 		if res == nil {
