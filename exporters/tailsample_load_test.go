@@ -3,6 +3,7 @@ package exporters_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -130,8 +131,44 @@ func TestTailSamplingThousandOpenTraces(t *testing.T) {
 	}
 	st := r.ts.Stats()
 	accounted(t, st, traces*loadSpans)
-	if st.KeptError != errored || st.DroppedTraces != traces-errored || st.BufferedSpans != 0 {
+	if st.KeptError != errored || st.DroppedTraces != traces-errored || st.PartialTraces != 0 ||
+		st.EvictedTraces != 0 || st.BufferedSpans != 0 || st.BufferedTraces != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestTailSamplingSpanBudgetPartial runs the same load with a span budget
+// too small for it: open traces are evicted, and an errored trace whose
+// error came after its eviction goes downstream partial. Every errored
+// trace is kept, and the partial ones are exactly those counted.
+func TestTailSamplingSpanBudgetPartial(t *testing.T) {
+	const traces, errored, budget = 1500, 1000, 1000
+	r := newTailRig(t, exporters.WithKeepProbability(0), exporters.WithLatencyThreshold(0), exporters.WithMaxSpans(budget))
+	made := loadTraces(t, r.tr, traces, errored, 42)
+	kept := r.keptByTrace()
+	var partial int64
+	for id := range made.errored {
+		switch n := kept[id]; {
+		case n == 0:
+			t.Errorf("errored trace %s: nothing exported", id)
+		case n < made.spans[id]:
+			partial++
+		}
+	}
+	for id := range kept {
+		if !made.errored[id] {
+			t.Errorf("ordinary trace %s exported", id)
+		}
+	}
+	st := r.ts.Stats()
+	accounted(t, st, traces*loadSpans)
+	t.Logf("%d of %d errored traces partial; %+v", partial, errored, st)
+	if partial == 0 || st.EvictedTraces == 0 || st.EvictedSpans == 0 {
+		t.Fatalf("the budget was never exceeded: %+v", st)
+	}
+	if st.KeptError != errored || st.PartialTraces != partial {
+		t.Fatalf("%d errored traces partial in the exporter, stats say %d (kept for errors %d, want %d)",
+			partial, st.PartialTraces, st.KeptError, errored)
 	}
 }
 
@@ -182,8 +219,8 @@ func TestTailSamplingSlowExporter(t *testing.T) {
 	made := loadTraces(t, tp.Tracer("slow"), traces, errored, 7)
 	full := tp.Stats()
 	close(w.gate)
-	if err := tp.Shutdown(ctx); err == nil {
-		t.Log("Shutdown reported no loss")
+	if err := tp.Shutdown(ctx); !errors.Is(err, exporters.ErrSpansLost) {
+		t.Fatalf("Shutdown: %v, want the shed spans reported", err)
 	}
 	st := tp.Stats()
 	reqs, err := otlpjson.ReadLines(bytes.NewReader(w.buf.Bytes()))
@@ -204,11 +241,21 @@ func TestTailSamplingSlowExporter(t *testing.T) {
 		}
 	}
 	t.Logf("queue full: %+v", full)
-	t.Logf("after shutdown: exported %d, dropped %d; %d traces in the file", st.Exported, st.Dropped, len(got))
+	t.Logf("after shutdown: exported %d, dropped %d (shed %d); %d traces in the file", st.Exported, st.Dropped, st.Shed, len(got))
 	if lost > 0 {
 		t.Fatalf("%d of %d errored traces lost spans behind the slow exporter", lost, errored)
 	}
-	if st.Dropped == 0 {
-		t.Fatalf("nothing dropped: the queue never filled (%+v)", st)
+	// While the queue was full, every drop was a shed sampled span.
+	if full.Shed == 0 || full.Dropped != full.Shed || full.Backends[0].Queued != queue {
+		t.Fatalf("queue full: %+v, want sampled spans shed and nothing else dropped", full)
+	}
+	// Shutdown exported everything queued: the sheds are the only loss,
+	// and every span the sampler kept is exported or shed.
+	ts := st.TailSampling
+	if st.Dropped != st.Shed || st.Failed != 0 || st.Exported+st.Shed != ts.KeptSpans || ts.KeptError != errored {
+		t.Fatalf("after shutdown: %+v", st)
+	}
+	if int(st.Exported) != len(allSpans(reqs...)) {
+		t.Fatalf("exported %d spans, the file has %d", st.Exported, len(allSpans(reqs...)))
 	}
 }
