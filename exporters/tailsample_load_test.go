@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -257,5 +258,84 @@ func TestTailSamplingSlowExporter(t *testing.T) {
 	}
 	if int(st.Exported) != len(allSpans(reqs...)) {
 		t.Fatalf("exported %d spans, the file has %d", st.Exported, len(allSpans(reqs...)))
+	}
+}
+
+// heldWriter blocks every Write until release is closed, and says when
+// the first Write began.
+type heldWriter struct {
+	entered chan struct{} // receives once, at the first Write
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	buf     bytes.Buffer
+}
+
+func (w *heldWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.entered) })
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+// TestQueueShedsSampledFirst fills a backend's queue of 4 behind a held
+// export, span by span: an errored trace's span takes the place of the
+// newest sampled span queued; with no sampled span left it is dropped;
+// a sampled span finding the queue full is shed.
+func TestQueueShedsSampledFirst(t *testing.T) {
+	clearEnv(t)
+	w := &heldWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	ctx := context.Background()
+	tp, err := exporters.NewFile(ctx, exporters.WithFileWriter(w),
+		exporters.WithQueueSize(4), exporters.WithBatchSize(1),
+		exporters.WithTailSampling(exporters.WithKeepProbability(1), exporters.WithLatencyThreshold(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tp.Tracer("shed")
+	one := func(name string, fail bool) {
+		_, s := tr.Start(ctx, name)
+		if fail {
+			s.SetStatus(codes.Error, "x")
+		}
+		s.End()
+	}
+	one("sampled 0", false)
+	<-w.entered // in the export in flight, which holds
+	for i := range 3 {
+		one("sampled "+string(rune('1'+i)), false) // queued: the queue is full
+	}
+	check := func(step string, dropped, shed int64) {
+		t.Helper()
+		st := tp.Stats()
+		if st.Dropped != dropped || st.Shed != shed || st.Backends[0].Queued != 4 {
+			t.Fatalf("%s: dropped %d, shed %d, queued %d; want %d, %d, 4", step, st.Dropped, st.Shed, st.Backends[0].Queued, dropped, shed)
+		}
+	}
+	check("full of sampled spans", 0, 0)
+	for i := range 3 {
+		one("errored "+string(rune('1'+i)), true)
+	}
+	check("three errored spans in", 3, 3)
+	one("errored 4", true)
+	check("no sampled span left to shed", 4, 3)
+	one("sampled 4", false)
+	check("a sampled span refused", 5, 4)
+	close(w.release)
+	if err := tp.Shutdown(ctx); !errors.Is(err, exporters.ErrSpansLost) {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	reqs, err := otlpjson.ReadLines(bytes.NewReader(w.buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range allSpans(reqs...) {
+		names = append(names, s.GetName())
+	}
+	want := []string{"sampled 0", "errored 1", "errored 2", "errored 3"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("exported %q, want %q", names, want)
 	}
 }

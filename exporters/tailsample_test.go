@@ -613,6 +613,7 @@ func TestTailSamplingInvalid(t *testing.T) {
 		{"zero traces", rec, exporters.WithMaxTraces(0), "max traces 0"},
 		{"zero per trace", rec, exporters.WithMaxSpansPerTrace(0), "max spans per trace 0"},
 		{"negative spans", rec, exporters.WithMaxSpans(-1), "max spans -1"},
+		{"zero decided", rec, exporters.WithMaxDecidedTraces(0), "max decided traces 0"},
 		{"no downstream", nil, nil, "no downstream"},
 	}
 	for _, tc := range tests {
