@@ -7,7 +7,10 @@
 // deploy/jaeger-tailsampling.yaml (a tail_sampling processor in its traces
 // pipeline), sends 40 runs of which 4 fail, and checks that every failed
 // trace is kept whole and that the share of the others kept is within
-// bounds.
+// bounds. The in-process tail-sampling test sends 30 runs through the
+// exporters package's own tail sampler to a plain Jaeger, 6 with an error
+// on a tool span only and 6 failed, and checks that Jaeger holds exactly
+// those 12 traces, each whole.
 //
 // The tests need a Jaeger binary: set HARNESSX_JAEGER_BIN (CI runs
 // .ci/jaeger.sh to build and cache one), or let jaegertest build it. With

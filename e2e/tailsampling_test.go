@@ -158,3 +158,129 @@ func TestTailSamplingJaeger(t *testing.T) {
 	}
 	t.Log(fmt.Sprintf("kept %d/%d failed and %d/%d ordinary traces", keptFailed, tsFailing, keptOK, tsRuns-tsFailing))
 }
+
+// inProcessRun runs one agent turn traced through tp, shaped as tailRun's
+// (invoke_agent, chat, execute_tool, chat): the tool returns an error when
+// toolFails (its execute_tool span has status Error, the run completes),
+// the second model call fails when runFails (the chat and invoke_agent
+// spans have status Error). It returns the run ID.
+func inProcessRun(t *testing.T, tp trace.TracerProvider, i int, toolFails, runFails bool) string {
+	t.Helper()
+	ctx := context.Background()
+	second := harnesstest.Response{Text: "18°C in Lisbon."}
+	if runFails {
+		second = harnesstest.Response{Err: errors.New("model overloaded")}
+	}
+	weather := harness.MustTool(harness.NewTool("get_weather", "Weather of a city.",
+		func(_ context.Context, in cityIn) (string, error) {
+			if toolFails {
+				return "", errors.New("weather service down")
+			}
+			return in.City + ": 18°C", nil
+		}))
+	agent, err := harness.New(
+		harness.WithName("sampled"),
+		harness.WithModel("m"),
+		harness.WithProvider(harnesstest.NewScriptedProvider(
+			harnesstest.CallTool("call_"+strconv.Itoa(i), "get_weather", map[string]string{"city": "Lisbon"}),
+			second,
+		)),
+		harness.WithTools(weather),
+		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close(ctx)
+	res, _ := agent.Run(ctx, "Weather in Lisbon?")
+	want := harness.StatusCompleted
+	if runFails {
+		want = harness.StatusFailed
+	}
+	if res == nil || res.Status != want {
+		t.Fatalf("run %d: %+v; want status %s", i, res, want)
+	}
+	return res.RunID
+}
+
+// TestInProcessTailSamplingJaeger sends 30 runs through the in-process
+// tail sampler (exporters.WithTailSampling, keeping no ordinary trace)
+// over OTLP/HTTP to a plain Jaeger: 6 whose tool span errs while the run
+// completes, 6 whose run fails, 18 ordinary. Jaeger must hold exactly
+// the 12 errored traces, each whole, whichever span carried the error.
+func TestInProcessTailSamplingJaeger(t *testing.T) {
+	j := jaegertest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	service := uniqueService(t)
+	begin := time.Now()
+	tp, err := exporters.NewOTLP(ctx, exporters.WithEndpointURL(j.TracesURL()), exporters.WithServiceName(service),
+		exporters.WithTailSampling(exporters.WithKeepProbability(0), exporters.WithLatencyThreshold(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runs = 30
+	kind := map[string]string{} // run ID -> "tool", "run" or "ok"
+	for i := range runs {
+		toolFails, runFails := i%5 == 1, i%5 == 3
+		k := "ok"
+		switch {
+		case toolFails:
+			k = "tool"
+		case runFails:
+			k = "run"
+		}
+		kind[inProcessRun(t, tp, i, toolFails, runFails)] = k
+	}
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	const errored = 12
+	st := tp.Stats()
+	if st.Exported != errored*tsSpansPerRun || st.Lost() != 0 || st.TailSampling.KeptError != errored ||
+		st.TailSampling.PartialTraces != 0 || st.TailSampling.DroppedTraces != runs-errored {
+		t.Fatalf("stats %+v, want the %d errored traces exported whole", st, errored)
+	}
+
+	q := jaegertest.Query{Service: service, StartMin: begin.Add(-time.Minute), StartMax: time.Now().Add(time.Minute), NumTraces: 2 * runs}
+	spans, err := j.WaitForSpans(ctx, q, errored*tsSpansPerRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type keptTrace struct {
+		runID string
+		spans int
+		errs  []string // names of the spans with status Error
+	}
+	traces := map[string]*keptTrace{}
+	for _, s := range spans {
+		kt := traces[s.TraceID]
+		if kt == nil {
+			kt = &keptTrace{}
+			traces[s.TraceID] = kt
+		}
+		kt.spans++
+		if s.ParentSpanID == "" {
+			kt.runID, _ = s.Attributes["harnessx.run.id"].(string)
+		}
+		if s.StatusCode == 2 {
+			kt.errs = append(kt.errs, s.Name)
+		}
+	}
+	seen := map[string]int{}
+	for id, kt := range traces {
+		k := kind[kt.runID]
+		seen[k]++
+		switch {
+		case k == "" || k == "ok":
+			t.Errorf("trace %s (run %q): not an errored run's, yet in Jaeger", id, kt.runID)
+		case kt.spans != tsSpansPerRun:
+			t.Errorf("trace %s (%s error): %d spans in Jaeger, want the whole trace (%d)", id, k, kt.spans, tsSpansPerRun)
+		case k == "tool" && (len(kt.errs) != 1 || kt.errs[0] != "execute_tool get_weather"):
+			t.Errorf("trace %s: error spans %q, want the tool's alone", id, kt.errs)
+		}
+	}
+	if seen["tool"] != 6 || seen["run"] != 6 {
+		t.Errorf("Jaeger holds %d traces with a tool error and %d failed runs, want 6 and 6", seen["tool"], seen["run"])
+	}
+}

@@ -47,11 +47,15 @@
 // # A backend that is down
 //
 // Tracing must never slow an agent down. Every backend has a bounded queue
-// (default 2048 spans) drained in the background by the SDK's batch span
-// processor; ending a span only queues it. When a backend is unreachable
-// or slow, its exports fail or its queue fills, and the spans are counted
-// as failed or dropped — [Provider.Stats] reads the counts — and the first
+// (default 2048 spans) drained in batches by a goroutine of its own;
+// ending a span only queues it. When a backend is unreachable or slow,
+// its exports fail or its queue fills, and the spans are counted as
+// failed or dropped — [Provider.Stats] reads the counts — and the first
 // loss of each backend is logged once through log/slog, not once per span.
+// With tail sampling, a full queue sheds the spans of traces kept only by
+// the probabilistic share first (counted in Stats.Shed): an errored or
+// slow trace's span takes the place of the newest such span queued, and
+// is dropped only when none is left.
 // [Provider.ForceFlush] and [Provider.Shutdown] return a [*LossError]
 // (wrapping [ErrSpansLost]) for losses they have not reported yet, so a
 // program can tell the user where its traces did not go. Shutdown honours
@@ -63,37 +67,59 @@
 //
 // [WithTailSampling] (or HARNESSX_TAIL_SAMPLING, a probability, with
 // HARNESSX_TAIL_SAMPLING_LATENCY, a Go duration) puts a [TailSampler] in
-// front of a provider's backends. It buffers a trace's ended spans until
-// the trace's root — the outermost invoke_agent span, or a span with no
-// local parent — ends, then keeps the whole trace when a span has status
-// Error, when the root lasted at least the latency threshold (default
-// 30s), or when the trace ID falls in the probabilistic share (default
-// 10%); otherwise it drops it. The share is decided from the 56 low bits
-// of the trace ID, the randomness of W3C Trace Context Level 2 and of
-// OpenTelemetry's consistent probability sampling (kept when they are at
-// least (1-p)·2^56), so every process given the same probability keeps
-// the same traces, and a trace kept at p is kept at any larger p. (The
-// collector's tail_sampling processor hashes the trace ID its own way: it
-// agrees with itself across collectors, not with this sampler.)
+// front of a provider's backends. It keeps a whole trace when a span has
+// status Error, when its root lasted at least the latency threshold
+// (default 30s), or when the trace ID falls in the probabilistic share
+// (default 10%); otherwise it drops it. The share is decided from the 56
+// low bits of the trace ID, the randomness of W3C Trace Context Level 2
+// and of OpenTelemetry's consistent probability sampling (kept when they
+// are at least (1-p)·2^56), so every process given the same probability
+// keeps the same traces, and a trace kept at p is kept at any larger p.
+// (The collector's tail_sampling processor hashes the trace ID its own
+// way: it agrees with itself across collectors, not with this sampler.)
+//
+// An errored trace is kept whole, whichever span carries the error: the
+// root, a tool span, a span that ends before its siblings. The sampler
+// holds the ended spans of every open trace, and keeps the trace the
+// moment an error span ends: the spans held go on, and the trace's later
+// spans follow as they end. A trace is open until its local root ends:
+// the first span of the trace started through the provider, normally the
+// outermost invoke_agent span, or a span with a remote parent, or one
+// under a span of another TracerProvider (the application's HTTP server
+// span, say). Then it is decided on latency and share. Spans that end
+// after the decision follow it (the last 10000 decisions are remembered,
+// [WithMaxDecidedTraces]); an error among the late spans of a dropped
+// trace keeps what is left of it.
+//
+// Memory is bounded by a span budget: at most 10000 spans of open traces
+// held, 1000 of one trace, and 10000 open traces tracked, by default
+// ([WithMaxSpans], [WithMaxSpansPerTrace], [WithMaxTraces]). When the
+// budget is reached, the oldest open trace holding spans is evicted, one
+// evicted before first, since it is no longer whole anyway. An evicted
+// trace whose decision is known already (in the share, or open for at
+// least the latency threshold) is kept then, whole; any other has its
+// held spans dropped, and if an error or its latency keeps it later it
+// goes downstream partial. [Provider.Stats] reports every decision and
+// every span in Stats.TailSampling: PartialTraces counts the kept traces
+// that miss spans, EvictedTraces and EvictedSpans the evictions; a kept
+// trace not counted in PartialTraces went downstream whole.
 //
 // The sampler is a span processor that wraps the backends' processors,
 // not an exporter: it sees each span as it ends, before any backend
 // queues it, so a dropped trace never takes room in a backend's queue nor
 // counts as exported, one buffer and one decision serve every backend,
 // and a kept trace then goes through each backend's bounded queue and
-// loss accounting as usual. Processors added with [WithSpanProcessor],
-// such as the flight recorder's, are not behind it: they see every span.
+// loss accounting as usual, ranked, so that a full queue sheds the traces
+// kept only by the share before any span of an errored or slow trace (see
+// above). Processors added with [WithSpanProcessor], such as the flight
+// recorder's, are not behind it: they see every span.
 //
-// Memory is bounded: at most 1000 traces, 1000 spans per trace and 10000
-// spans in all by default ([WithMaxTraces], [WithMaxSpansPerTrace],
-// [WithMaxSpans]). When a bound is reached, the oldest incomplete trace is
-// decided early on the spans it has (an error span, a start at least the
-// latency threshold ago, or the probabilistic share keep it). Spans past
-// the per-trace bound are dropped; their error status still counts.
-// [Provider.Stats] reports every decision and every dropped, evicted or
-// buffered span in Stats.TailSampling. [Provider.ForceFlush] exports the
-// decided traces but leaves running ones buffered; [Provider.Shutdown]
-// decides them on what they have, as an eviction does.
+// [Provider.ForceFlush] exports every kept span, with the held spans of
+// open traces whose decision is known already (in the share, or open for
+// at least the latency threshold); other open traces stay held, since
+// their error or latency is not known yet. [Provider.Shutdown] decides the
+// open traces on what they have, as an eviction does, and drops the rest
+// (an errored one went on at its error).
 //
 // For several processes, sample in an OpenTelemetry Collector instead:
 // deploy/otel-collector.yaml (docker-compose.otel.yml) has a tail-sampling

@@ -162,7 +162,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l }
 
 // WithQueueSize bounds the spans each backend holds before export. Spans
 // that end while the queue is full are dropped and counted, never waited
-// for. Default 2048.
+// for; with tail sampling, spans of traces kept only by the probabilistic
+// share are shed first (see [Stats].Shed). Default 2048.
 func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
 
 // WithBatchSize sets the largest batch sent in one export. Default 512,
@@ -202,8 +203,9 @@ func WithTracerProviderOptions(opts ...sdktrace.TracerProviderOption) Option {
 
 // WithTailSampling puts a [TailSampler] with opts in front of the
 // provider's backends: one buffer and one decision per trace, shared by
-// every backend. Processors added with [WithSpanProcessor] (the flight
-// recorder's) still see every span. [Provider.Stats] reports the
+// every backend, which keeps an errored trace whole whichever span errs,
+// within a span budget (see [TailSampler]). Processors added with
+// [WithSpanProcessor] (the flight recorder's) still see every span. [Provider.Stats] reports the
 // sampler's counts in Stats.TailSampling. It overrides the
 // HARNESSX_TAIL_SAMPLING variables; a bad option makes the builder return
 // an error wrapping [ErrInvalidTailSampling].

@@ -178,6 +178,9 @@ func TestStalledBackendDrops(t *testing.T) {
 	if st.Dropped < runs*spansPerRun-queue {
 		t.Errorf("dropped %d spans while stalled, want at least %d", st.Dropped, runs*spansPerRun-queue)
 	}
+	if st.Shed != 0 {
+		t.Errorf("shed %d spans without tail sampling: every span is of one class", st.Shed)
+	}
 	if q := st.Backends[0].Queued; q > queue {
 		t.Errorf("%d spans queued, bound is %d", q, queue)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
@@ -58,6 +59,12 @@ type Stats struct {
 	// Dropped counts spans dropped before export because a queue was full
 	// or the provider was shut down.
 	Dropped int64
+	// Shed counts the part of Dropped that the queues shed first: spans
+	// of traces the tail sampler kept only by its probabilistic share,
+	// dropped to make room for an errored or slow trace's span or refused
+	// by a full queue. Dropped - Shed spans of errored or slow traces (or,
+	// without tail sampling, any spans) were lost.
+	Shed int64
 	// Backends holds the counts of each backend, in order.
 	Backends []BackendStats
 	// TailSampling holds the tail sampler's counts; zero without tail
@@ -75,7 +82,10 @@ type BackendStats struct {
 	Exported int64
 	Failed   int64
 	Dropped  int64
-	// Queued counts spans waiting for export.
+	// Shed is the part of Dropped shed first from a full queue (see
+	// [Stats].Shed).
+	Shed int64
+	// Queued counts spans waiting for export or in the export in flight.
 	Queued int64
 	// LastError is the last export error; nil when there was none.
 	LastError error
@@ -205,6 +215,7 @@ func (p *Provider) Stats() Stats {
 		s.Exported += bs.Exported
 		s.Failed += bs.Failed
 		s.Dropped += bs.Dropped
+		s.Shed += bs.Shed
 		s.Backends = append(s.Backends, bs)
 	}
 	if p.tail != nil {
@@ -262,42 +273,58 @@ func (p *Provider) newLosses() error {
 	return errors.Join(errs...)
 }
 
-// backend is one destination: a counting span processor in front of the
-// SDK's batch span processor, whose exporter is wrapped to count results.
+// backend is one destination: a bounded queue of ended spans and a
+// goroutine that exports them in batches through the wrapped exporter,
+// counting every result.
 //
-// Admission is bounded by inflight: spans handed to the batch processor and
-// not yet through an export. It never exceeds max, and the batch
-// processor's own queue is larger than max, so the SDK never drops a span
-// behind our back: every loss is counted here.
+// The queue holds two classes of spans. Spans of traces the tail sampler
+// kept only by its probabilistic share are "sampled"; every other span
+// (an errored or slow trace's, or any span without tail sampling) is
+// "must". Admission is bounded by inflight: spans queued or in the export
+// in flight, never more than max. A must span that finds the queue full
+// takes the place of the newest sampled span queued, which is shed; a
+// sampled span that finds it full is shed itself. So a must span is
+// dropped only when the queue holds no sampled span, and batches take
+// must spans first. Every loss is counted here.
 //
-// Every export runs under halted as well as the batch processor's context:
-// Shutdown cancels halted when it returns, so an export (its retries
-// included) never outlives Shutdown, and the batches the processor still
-// drains after that are not sent.
+// Every export runs under halted: Shutdown cancels it when it returns, so
+// an export (its retries included) never outlives Shutdown, and the loop
+// sends nothing after that.
 type backend struct {
 	Backend
-	inner  sdktrace.SpanExporter
-	bsp    sdktrace.SpanProcessor
-	max    int64
-	logger *slog.Logger
+	inner         sdktrace.SpanExporter
+	max           int
+	batchSize     int
+	batchTimeout  time.Duration
+	exportTimeout time.Duration
+	logger        *slog.Logger
 
 	halted context.Context
-	halt   context.CancelFunc
+	halt   context.CancelCauseFunc
+
+	kick     chan struct{}      // a full batch is queued (capacity 1)
+	flushes  chan chan struct{} // ForceFlush requests, closed when done
+	stopping chan struct{}      // closed by Shutdown
+	exited   chan struct{}      // closed when the export loop returns
 
 	shutdownOnce sync.Once
 	shutdownErr  error
 
-	// mu orders the accounting of export results against abandon, so a
-	// span is counted once, as exported, failed or dropped.
-	mu   sync.Mutex
-	gone bool // shut down: late export results are not counted
+	// mu guards the queue, and orders the accounting of export results
+	// against abandon, so a span is counted once, as exported, failed or
+	// dropped.
+	mu       sync.Mutex
+	must     spanDeque
+	sampled  spanDeque
+	inflight int  // queued or in the export in flight
+	stopped  bool // no more admissions
+	gone     bool // abandoned: late export results are not counted
 
-	inflight atomic.Int64
 	exported atomic.Int64
 	failed   atomic.Int64
 	dropped  atomic.Int64
+	shed     atomic.Int64
 	reported atomic.Int64 // losses already returned in a LossError
-	stopped  atomic.Bool
 	lastErr  atomic.Pointer[errorBox]
 	warnOnce sync.Once
 }
@@ -308,72 +335,219 @@ type errorBox struct{ err error }
 // cut short.
 var errHalted = errors.New("exporters: provider shut down")
 
-// bspSlack is room in the batch processor's queue beyond max, for its
-// flush markers.
-const bspSlack = 64
-
 func newBackend(s backendSpec, c *config) *backend {
 	b := &backend{
-		Backend: s.Backend,
-		inner:   s.exporter,
-		max:     int64(c.queueSize),
-		logger:  c.logger,
+		Backend:       s.Backend,
+		inner:         s.exporter,
+		max:           c.queueSize,
+		batchSize:     c.batchSize,
+		batchTimeout:  c.batchTimeout,
+		exportTimeout: c.exportTimeout,
+		logger:        c.logger,
+		kick:          make(chan struct{}, 1),
+		flushes:       make(chan chan struct{}),
+		stopping:      make(chan struct{}),
+		exited:        make(chan struct{}),
 	}
-	b.halted, b.halt = context.WithCancel(context.Background())
-	b.bsp = sdktrace.NewBatchSpanProcessor(countingExporter{b},
-		sdktrace.WithMaxQueueSize(c.queueSize+bspSlack),
-		sdktrace.WithMaxExportBatchSize(c.batchSize),
-		sdktrace.WithBatchTimeout(c.batchTimeout),
-		sdktrace.WithExportTimeout(c.exportTimeout),
-	)
+	b.halted, b.halt = context.WithCancelCause(context.Background())
+	go b.run()
 	return b
 }
 
-var _ sdktrace.SpanProcessor = (*backend)(nil)
+var (
+	_ sdktrace.SpanProcessor = (*backend)(nil)
+	_ rankedProcessor        = (*backend)(nil)
+)
 
 // OnStart does nothing.
 func (b *backend) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
-// OnEnd queues s for export or drops it; it never blocks.
-func (b *backend) OnEnd(s sdktrace.ReadOnlySpan) {
+// OnEnd queues s as a must span, or drops it; it never blocks.
+func (b *backend) OnEnd(s sdktrace.ReadOnlySpan) { b.onEndRanked(s, false) }
+
+// onEndRanked queues s in its class, shedding a sampled span for a must
+// one when the queue is full, or drops it; it never blocks.
+func (b *backend) onEndRanked(s sdktrace.ReadOnlySpan, sampled bool) {
 	if !s.SpanContext().IsSampled() {
 		return
 	}
-	if b.stopped.Load() {
+	b.mu.Lock()
+	switch {
+	case b.stopped:
+		b.mu.Unlock()
 		b.drop(1, "provider shut down")
 		return
-	}
-	if b.inflight.Add(1) > b.max {
-		b.inflight.Add(-1)
+	case b.inflight >= b.max && (sampled || b.sampled.len() == 0):
+		b.mu.Unlock()
+		if sampled {
+			b.shed.Add(1)
+		}
 		b.drop(1, "queue full")
 		return
+	case b.inflight >= b.max:
+		// Make room: the newest sampled span goes.
+		b.sampled.popBack()
+		b.inflight--
+		b.shed.Add(1)
+		b.dropped.Add(1)
+		defer b.warn("queue full", nil)
 	}
-	b.bsp.OnEnd(s)
+	if sampled {
+		b.sampled.pushBack(s)
+	} else {
+		b.must.pushBack(s)
+	}
+	b.inflight++
+	full := b.must.len()+b.sampled.len() >= b.batchSize
+	b.mu.Unlock()
+	if full {
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
-// ForceFlush flushes the batch processor.
-func (b *backend) ForceFlush(ctx context.Context) error { return b.bsp.ForceFlush(ctx) }
+// run is the export loop: it sends full batches as soon as they are
+// queued, and whatever is queued when the batch timeout passes, at a
+// ForceFlush and at Shutdown.
+func (b *backend) run() {
+	defer close(b.exited)
+	timer := time.NewTimer(b.batchTimeout)
+	defer timer.Stop()
+	var batch []sdktrace.ReadOnlySpan
+	for {
+		var flushed chan struct{}
+		all := true
+		select {
+		case <-b.kick:
+			all = false
+		case <-timer.C:
+		case flushed = <-b.flushes:
+		case <-b.stopping:
+			b.send(batch, true)
+			return
+		}
+		batch = b.send(batch, all)
+		if flushed != nil {
+			close(flushed)
+		}
+		timer.Reset(b.batchTimeout)
+	}
+}
 
-// Shutdown stops admission and shuts the batch processor (and with it the
-// exporter) down. It waits for the processor's last exports or until ctx
-// is done, then cancels whatever export is still running, so that nothing
-// sends after it returns. Later calls return the first call's result.
+// send exports queued spans in batches, must spans first: while a full
+// batch is queued, or with all every span queued, and no more spans than
+// were queued when it was called, so that the loop soon serves a
+// ForceFlush or Shutdown again. It stops when the backend halts. It
+// returns batch's buffer for reuse.
+func (b *backend) send(batch []sdktrace.ReadOnlySpan, all bool) []sdktrace.ReadOnlySpan {
+	b.mu.Lock()
+	left := b.must.len() + b.sampled.len()
+	b.mu.Unlock()
+	for left > 0 && b.halted.Err() == nil {
+		b.mu.Lock()
+		n := b.must.len() + b.sampled.len()
+		if n == 0 || (!all && n < b.batchSize) {
+			b.mu.Unlock()
+			break
+		}
+		batch = batch[:0]
+		for len(batch) < b.batchSize && b.must.len() > 0 {
+			batch = append(batch, b.must.popFront())
+		}
+		for len(batch) < b.batchSize && b.sampled.len() > 0 {
+			batch = append(batch, b.sampled.popFront())
+		}
+		b.mu.Unlock()
+		left -= len(batch)
+		b.export(batch)
+		clear(batch)
+	}
+	return batch
+}
+
+// export sends one batch and counts the result. An export that starts
+// after the backend halted is not sent: its spans are still in flight,
+// and abandon counts them as dropped.
+func (b *backend) export(batch []sdktrace.ReadOnlySpan) {
+	ctx, cancel := context.WithTimeout(b.halted, b.exportTimeout)
+	err := b.inner.ExportSpans(ctx, batch)
+	cancel()
+
+	n := len(batch)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone {
+		return
+	}
+	b.inflight -= n
+	if err != nil {
+		b.failed.Add(int64(n))
+		b.lastErr.Store(&errorBox{err})
+		b.warn("export failed", err)
+		return
+	}
+	b.exported.Add(int64(n))
+}
+
+// ForceFlush exports every span queued and waits for it, or until ctx is
+// done. After Shutdown it does nothing.
+func (b *backend) ForceFlush(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case b.flushes <- done:
+	case <-b.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-b.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Shutdown stops admission, exports what is queued and shuts the exporter
+// down. It waits for that or until ctx is done, then cancels whatever
+// export is still running, so that nothing sends after it returns. Later
+// calls return the first call's result.
 func (b *backend) Shutdown(ctx context.Context) error {
 	b.shutdownOnce.Do(func() {
-		b.stopped.Store(true)
-		b.shutdownErr = b.bsp.Shutdown(ctx)
-		b.halt()
+		b.mu.Lock()
+		b.stopped = true
+		b.mu.Unlock()
+		close(b.stopping)
+		finished := make(chan error, 1)
+		go func() {
+			<-b.exited
+			finished <- b.inner.Shutdown(ctx)
+		}()
+		select {
+		case b.shutdownErr = <-finished:
+		case <-ctx.Done():
+			b.shutdownErr = ctx.Err()
+		}
+		b.halt(errHalted)
 	})
 	return b.shutdownErr
 }
 
-// abandon counts the spans still queued after Shutdown as dropped.
+// abandon counts the spans still queued or in flight after Shutdown as
+// dropped.
 func (b *backend) abandon() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.gone = true
-	if n := b.inflight.Swap(0); n > 0 {
-		b.drop(n, "still queued at shutdown")
+	b.must.reset()
+	b.sampled.reset()
+	if n := b.inflight; n > 0 {
+		b.inflight = 0
+		b.drop(int64(n), "still queued at shutdown")
 	}
 }
 
@@ -393,12 +567,16 @@ func (b *backend) warn(why string, err error) {
 }
 
 func (b *backend) stats() BackendStats {
+	b.mu.Lock()
+	queued := b.inflight
+	b.mu.Unlock()
 	s := BackendStats{
 		Backend:  b.Backend,
 		Exported: b.exported.Load(),
 		Failed:   b.failed.Load(),
 		Dropped:  b.dropped.Load(),
-		Queued:   max(b.inflight.Load(), 0),
+		Shed:     b.shed.Load(),
+		Queued:   int64(queued),
 	}
 	if e := b.lastErr.Load(); e != nil {
 		s.LastError = e.err
@@ -421,42 +599,54 @@ func (b *backend) takeLoss() error {
 	return e
 }
 
-// countingExporter counts the results of the wrapped exporter's exports.
-// It returns nil for a failed export, so the SDK does not log every failed
-// batch: the backend logs the first loss and counts the rest.
-type countingExporter struct{ b *backend }
-
-// An export that starts after the backend halted is not sent: its spans
-// are still in flight, and abandon counts them as dropped.
-func (e countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	b := e.b
-	if b.halted.Err() != nil {
-		return nil
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(b.halted, func() { cancel(errHalted) })
-	err := b.inner.ExportSpans(ctx, spans)
-	stop()
-	cancel(nil)
-
-	n := int64(len(spans))
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.gone {
-		return nil
-	}
-	b.inflight.Add(-n)
-	if err != nil {
-		b.failed.Add(n)
-		b.lastErr.Store(&errorBox{err})
-		b.warn("export failed", err)
-		return nil
-	}
-	b.exported.Add(n)
-	return nil
+// spanDeque is a growable ring of spans: pushed at the back, taken from
+// either end.
+type spanDeque struct {
+	buf  []sdktrace.ReadOnlySpan
+	head int
+	n    int
 }
 
-func (e countingExporter) Shutdown(ctx context.Context) error { return e.b.inner.Shutdown(ctx) }
+func (d *spanDeque) len() int { return d.n }
+
+func (d *spanDeque) pushBack(s sdktrace.ReadOnlySpan) {
+	if d.n == len(d.buf) {
+		grown := make([]sdktrace.ReadOnlySpan, max(64, 2*len(d.buf)))
+		for i := range d.n {
+			grown[i] = d.buf[(d.head+i)%len(d.buf)]
+		}
+		d.buf, d.head = grown, 0
+	}
+	d.buf[(d.head+d.n)%len(d.buf)] = s
+	d.n++
+}
+
+func (d *spanDeque) popFront() sdktrace.ReadOnlySpan {
+	s := d.buf[d.head]
+	d.buf[d.head] = nil
+	d.head = (d.head + 1) % len(d.buf)
+	d.n--
+	return s
+}
+
+func (d *spanDeque) popBack() sdktrace.ReadOnlySpan {
+	i := (d.head + d.n - 1) % len(d.buf)
+	s := d.buf[i]
+	d.buf[i] = nil
+	d.n--
+	return s
+}
+
+func (d *spanDeque) reset() { *d = spanDeque{} }
+
+// rankedProcessor is a span processor that takes the tail sampler's rank
+// of a kept span: sampled when its trace was kept only by the
+// probabilistic share, so that a full queue sheds it before the spans of
+// errored and slow traces. The provider's backends and fanout implement
+// it; the sampler calls OnEnd on any other processor.
+type rankedProcessor interface {
+	onEndRanked(s sdktrace.ReadOnlySpan, sampled bool)
+}
 
 // fanout passes every span to each of its processors, in order.
 type fanout []sdktrace.SpanProcessor
@@ -470,6 +660,16 @@ func (f fanout) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
 func (f fanout) OnEnd(s sdktrace.ReadOnlySpan) {
 	for _, p := range f {
 		p.OnEnd(s)
+	}
+}
+
+func (f fanout) onEndRanked(s sdktrace.ReadOnlySpan, sampled bool) {
+	for _, p := range f {
+		if r, ok := p.(rankedProcessor); ok {
+			r.onEndRanked(s, sampled)
+		} else {
+			p.OnEnd(s)
+		}
 	}
 }
 

@@ -180,56 +180,149 @@ func TestTailSamplingWaitsForOutermostRun(t *testing.T) {
 }
 
 // TestTailSamplingRemoteParent: a span whose parent came from another
-// process is its trace's local root.
+// process is its trace's local root: an ordinary child waits for it.
 func TestTailSamplingRemoteParent(t *testing.T) {
-	r := newTailRig(t, exporters.WithKeepProbability(0))
+	r := newTailRig(t, exporters.WithKeepProbability(0), exporters.WithLatencyThreshold(0))
 	remote := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4}, TraceFlags: trace.FlagsSampled, Remote: true,
 	})
 	ctx := trace.ContextWithRemoteSpanContext(context.Background(), remote)
 	ctx, server := r.tr.Start(ctx, "handle request")
 	_, inner := r.tr.Start(ctx, "work")
-	inner.SetStatus(codes.Error, "x")
 	inner.End()
-	if len(r.rec.Ended()) != 0 {
-		t.Fatal("a child decided its trace")
+	if st := r.ts.Stats(); st.BufferedTraces != 1 || st.BufferedSpans != 1 || len(r.rec.Ended()) != 0 {
+		t.Fatalf("a child decided its trace: %+v", st)
 	}
+	server.SetStatus(codes.Error, "x")
 	server.End()
 	if n := len(r.rec.Ended()); n != 2 {
 		t.Fatalf("%d spans kept, want 2", n)
 	}
 }
 
-// TestTailSamplingLateSpans: spans ending after a kept trace's decision go
-// straight through; after a dropped one they are buffered for the next
-// decision point.
-func TestTailSamplingLateSpans(t *testing.T) {
-	r := newTailRig(t, exporters.WithKeepProbability(0))
-	ctx, outer := r.tr.Start(context.Background(), "http request")
-	_, run1 := r.tr.Start(ctx, "invoke_agent a")
-	run1.SetStatus(codes.Error, "failed")
-	run1.End()
-	if n := len(r.rec.Ended()); n != 1 {
-		t.Fatalf("the failed run: %d spans kept, want 1", n)
-	}
-	outer.End()
+// TestTailSamplingErrorKeepsAtOnce: an error keeps its trace the moment
+// its span ends, with the spans held before it, and the trace's later
+// spans follow, the root's included.
+func TestTailSamplingErrorKeepsAtOnce(t *testing.T) {
+	r := newTailRig(t, exporters.WithKeepProbability(0), exporters.WithLatencyThreshold(0))
+	ctx, root := r.tr.Start(context.Background(), "invoke_agent a")
+	_, first := r.tr.Start(ctx, "chat")
+	first.End()
+	_, tool := r.tr.Start(ctx, "execute_tool t")
+	_, sibling := r.tr.Start(ctx, "execute_tool u")
+	tool.SetStatus(codes.Error, "tool failed")
+	tool.End()
 	if n := len(r.rec.Ended()); n != 2 {
-		t.Fatalf("the enclosing span of a kept trace: %d spans kept, want 2", n)
+		t.Fatalf("%d spans passed on at the error, want the held chat and the tool", n)
+	}
+	sibling.End()
+	root.End()
+	if n := len(r.rec.Ended()); n != 4 {
+		t.Fatalf("%d spans kept, want 4", n)
+	}
+	st := r.ts.Stats()
+	if st.KeptError != 1 || st.KeptTraces != 1 || st.KeptSpans != 4 || st.PartialTraces != 0 || st.BufferedTraces != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestTailSamplingLateSpans: spans ending after their trace's decision
+// follow it; an error among them keeps what is left (a partial keep); a
+// span started after a drop begins a new part with its own decision.
+func TestTailSamplingLateSpans(t *testing.T) {
+	r := newTailRig(t, exporters.WithKeepProbability(0), exporters.WithLatencyThreshold(0))
+	names := func() map[string]int {
+		m := map[string]int{}
+		for _, s := range r.rec.Ended() {
+			m[s.Name()]++
+		}
+		return m
 	}
 
-	ctx, outer2 := r.tr.Start(context.Background(), "http request 2")
-	_, ok := r.tr.Start(ctx, "invoke_agent b")
-	ok.End() // an ordinary run: dropped
-	_, failing := r.tr.Start(ctx, "invoke_agent c")
-	failing.SetStatus(codes.Error, "failed")
-	failing.End() // a second run under the same span gets its own decision
-	outer2.End()
-	names := map[string]bool{}
-	for _, s := range r.rec.Ended() {
-		names[s.Name()] = true
+	// One trace: an errored run keeps its enclosing span and the other
+	// run under it, the ordinary run b included.
+	ctx, outer := r.tr.Start(context.Background(), "http request")
+	_, b := r.tr.Start(ctx, "invoke_agent b")
+	b.End()
+	_, c := r.tr.Start(ctx, "invoke_agent c")
+	c.SetStatus(codes.Error, "failed")
+	c.End()
+	outer.End()
+	if got := names(); got["invoke_agent b"] != 1 || got["invoke_agent c"] != 1 || got["http request"] != 1 {
+		t.Fatalf("kept %v, want the whole errored trace", got)
 	}
-	if names["invoke_agent b"] || !names["invoke_agent c"] || !names["http request 2"] {
-		t.Fatalf("kept %v; want the failed run c and, with it, its enclosing span, not the ordinary run b", names)
+
+	// A dropped trace: a late child is dropped, a late error is kept.
+	ctx, root := r.tr.Start(context.Background(), "invoke_agent d")
+	_, late := r.tr.Start(ctx, "late")
+	_, lateErr := r.tr.Start(ctx, "late error")
+	root.End()
+	late.End()
+	if got := names(); got["invoke_agent d"]+got["late"] != 0 {
+		t.Fatalf("kept %v of an ordinary trace", got)
+	}
+	lateErr.SetStatus(codes.Error, "x")
+	lateErr.End()
+	if got := names(); got["late error"] != 1 || got["invoke_agent d"] != 0 {
+		t.Fatalf("kept %v, want the late error alone", got)
+	}
+	st := r.ts.Stats()
+	if st.PartialTraces != 1 || st.DroppedTraces != 1 || st.DroppedSpans != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+
+	// A span started for a dropped trace (here a second request from the
+	// same remote caller; a resumed run's root is another) begins a new
+	// part: an error in it keeps it, partial.
+	_, e1 := r.tr.Start(context.Background(), "invoke_agent e")
+	id := e1.SpanContext().TraceID()
+	e1.End()
+	again := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: id, SpanID: trace.SpanID{9}, TraceFlags: trace.FlagsSampled, Remote: true,
+	}))
+	_, e2 := r.tr.Start(again, "invoke_agent e resumed")
+	e2.SetStatus(codes.Error, "x")
+	e2.End()
+	if got := names(); got["invoke_agent e resumed"] != 1 || got["invoke_agent e"] != 0 {
+		t.Fatalf("kept %v, want the resumed part alone", got)
+	}
+	if st := r.ts.Stats(); st.PartialTraces != 2 || st.KeptError != 3 {
+		t.Fatalf("stats %+v", st)
+	}
+	accounted(t, r.ts.Stats(), 8)
+}
+
+// TestTailSamplingForeignParent: a span whose parent another provider
+// started is the local root of its trace here: the trace is decided when
+// it ends, and the next run under the same foreign span is a new part.
+func TestTailSamplingForeignParent(t *testing.T) {
+	r := newTailRig(t, exporters.WithKeepProbability(0), exporters.WithLatencyThreshold(0))
+	app := sdktrace.NewTracerProvider()
+	defer app.Shutdown(context.Background())
+	ctx, request := app.Tracer("app").Start(context.Background(), "http request")
+	defer request.End()
+
+	rctx, run1 := r.tr.Start(ctx, "invoke_agent 1")
+	_, chat := r.tr.Start(rctx, "chat")
+	chat.End()
+	run1.End()
+	if st := r.ts.Stats(); st.DroppedTraces != 1 || st.BufferedTraces != 0 {
+		t.Fatalf("the first run was not decided at its end: %+v", st)
+	}
+	rctx, run2 := r.tr.Start(ctx, "invoke_agent 2")
+	_, chat2 := r.tr.Start(rctx, "chat 2")
+	chat2.SetStatus(codes.Error, "x")
+	chat2.End()
+	run2.End()
+	got := map[string]bool{}
+	for _, s := range r.rec.Ended() {
+		got[s.Name()] = true
+	}
+	if len(got) != 2 || !got["invoke_agent 2"] || !got["chat 2"] {
+		t.Fatalf("kept %v, want the second run whole", got)
+	}
+	if st := r.ts.Stats(); st.KeptError != 1 || st.PartialTraces != 1 || st.BufferedTraces != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }
 
@@ -307,7 +400,7 @@ func TestTailSamplingConsistentAcrossProbabilities(t *testing.T) {
 // accounted checks that every ended span is in exactly one bucket.
 func accounted(t *testing.T, st exporters.TailSamplingStats, ended int64) {
 	t.Helper()
-	if sum := st.KeptSpans + st.DroppedSpans + st.OverflowSpans + st.AfterShutdownSpans + st.BufferedSpans; sum != ended {
+	if sum := st.KeptSpans + st.DroppedSpans + st.OverflowSpans + st.EvictedSpans + st.AfterShutdownSpans + st.BufferedSpans; sum != ended {
 		t.Fatalf("stats account for %d spans, %d ended: %+v", sum, ended, st)
 	}
 }
@@ -328,8 +421,9 @@ func TestTailSamplingBoundsUnderFlood(t *testing.T) {
 		for k := range perTrace {
 			_, s := r.tr.Start(ctx, "chat")
 			if i%20 == 0 && k == perTrace-1 {
-				// Past the per-trace bound: the span is dropped, its
-				// status still marks the trace.
+				// Past the per-trace bound: the error keeps the trace
+				// at once, with the spans held, though the ones that
+				// overflowed are lost.
 				s.SetStatus(codes.Error, "x")
 				errored[root.SpanContext().TraceID()] = true
 			}
@@ -343,18 +437,20 @@ func TestTailSamplingBoundsUnderFlood(t *testing.T) {
 	}
 	st := r.ts.Stats()
 	accounted(t, st, ended)
-	if st.EvictedTraces != traces-st.BufferedTraces {
-		t.Fatalf("evicted %d traces, want %d: %+v", st.EvictedTraces, traces-st.BufferedTraces, st)
+	if st.OverflowSpans == 0 || st.EvictedTraces == 0 {
+		t.Fatalf("no overflow or eviction counted: %+v", st)
 	}
-	if st.OverflowSpans == 0 {
-		t.Fatalf("no overflow counted: %+v", st)
+	// Each ordinary trace held maxPer spans, evicted since or still held.
+	if got, want := st.EvictedSpans+st.BufferedSpans, int64((traces-len(errored))*maxPer); got != want {
+		t.Fatalf("%d spans evicted or held, want %d: %+v", got, want, st)
 	}
-	// Evicted traces are judged on what they have: the errored ones are
-	// kept (their maxPer buffered spans), the others dropped.
+	if st.KeptError != int64(len(errored)) || st.PartialTraces != int64(len(errored)) {
+		t.Fatalf("want %d errored traces kept, partial: %+v", len(errored), st)
+	}
 	kept := r.keptByTrace()
 	for id := range errored {
-		if buffered := kept[id]; buffered != maxPer {
-			t.Errorf("errored evicted trace %s: %d spans kept, want %d", id, buffered, maxPer)
+		if n := kept[id]; n != maxPer+1 {
+			t.Errorf("errored trace %s: %d spans kept, want %d", id, n, maxPer+1)
 		}
 	}
 	for id := range kept {
@@ -384,9 +480,10 @@ func TestTailSamplingTotalSpanBound(t *testing.T) {
 	}
 }
 
-// TestTailSamplingFlushAndShutdown: ForceFlush leaves incomplete traces
-// buffered; Shutdown decides them on what they have; later spans are
-// counted.
+// TestTailSamplingFlushAndShutdown: an errored open trace went on at its
+// error; ForceFlush passes on an open trace whose decision is known (here
+// one open longer than the latency threshold) and leaves the others held;
+// Shutdown decides them on what they have; later spans are counted.
 func TestTailSamplingFlushAndShutdown(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	ts, err := exporters.NewTailSampler(rec, exporters.WithKeepProbability(0), exporters.WithLatencyThreshold(time.Hour))
@@ -395,8 +492,8 @@ func TestTailSamplingFlushAndShutdown(t *testing.T) {
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(ts))
 	tr := tp.Tracer("t")
-	open := func(fail bool) trace.TraceID {
-		ctx, root := tr.Start(context.Background(), "invoke_agent open")
+	open := func(fail bool, since time.Duration) trace.TraceID {
+		ctx, root := tr.Start(context.Background(), "invoke_agent open", trace.WithTimestamp(time.Now().Add(-since)))
 		_, s := tr.Start(ctx, "chat")
 		if fail {
 			s.SetStatus(codes.Error, "x")
@@ -404,26 +501,32 @@ func TestTailSamplingFlushAndShutdown(t *testing.T) {
 		s.End()
 		return root.SpanContext().TraceID()
 	}
-	failing, ordinary := open(true), open(false)
+	failing, ordinary, stuck := open(true, 0), open(false, 0), open(false, 2*time.Hour)
 	ctx := context.Background()
 	if err := tp.ForceFlush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(rec.Ended()); n != 0 {
-		t.Fatalf("ForceFlush passed on %d spans of running traces", n)
+	traceIDs := func() map[trace.TraceID]int {
+		m := map[trace.TraceID]int{}
+		for _, s := range rec.Ended() {
+			m[s.SpanContext().TraceID()]++
+		}
+		return m
 	}
-	if st := ts.Stats(); st.BufferedTraces != 2 || st.BufferedSpans != 2 {
+	if got := traceIDs(); len(got) != 2 || got[failing] != 1 || got[stuck] != 1 {
+		t.Fatalf("after ForceFlush %v; want the failing (%s) and the stuck (%s) trace's spans", got, failing, stuck)
+	}
+	if st := ts.Stats(); st.BufferedTraces != 1 || st.BufferedSpans != 1 || st.KeptError != 1 || st.KeptSlow != 1 {
 		t.Fatalf("after ForceFlush: %+v", st)
 	}
 	if err := tp.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ended := rec.Ended()
-	if len(ended) != 1 || ended[0].SpanContext().TraceID() != failing {
-		t.Fatalf("Shutdown kept %d spans; want the failing trace's one span (not %s)", len(ended), ordinary)
+	if got := traceIDs(); len(got) != 2 || got[ordinary] != 0 {
+		t.Fatalf("after Shutdown %v; the ordinary trace %s was kept", got, ordinary)
 	}
 	st := ts.Stats()
-	if st.UnfinishedTraces != 2 || st.KeptError != 1 || st.DroppedTraces != 1 || st.BufferedSpans != 0 {
+	if st.UnfinishedTraces != 3 || st.KeptError != 1 || st.KeptSlow != 1 || st.DroppedTraces != 1 || st.BufferedSpans != 0 || st.BufferedTraces != 0 {
 		t.Fatalf("after Shutdown: %+v", st)
 	}
 	if err := ts.Shutdown(ctx); err != nil {
@@ -437,7 +540,7 @@ func TestTailSamplingFlushAndShutdown(t *testing.T) {
 		ts.OnEnd(ro)
 	}
 	_ = other.Shutdown(ctx)
-	if st := ts.Stats(); st.AfterShutdownSpans != 1 || len(rec.Ended()) != 1 {
+	if st := ts.Stats(); st.AfterShutdownSpans != 1 || len(rec.Ended()) != 2 {
 		t.Fatalf("late span: %+v, %d recorded", st, len(rec.Ended()))
 	}
 }
@@ -510,6 +613,7 @@ func TestTailSamplingInvalid(t *testing.T) {
 		{"zero traces", rec, exporters.WithMaxTraces(0), "max traces 0"},
 		{"zero per trace", rec, exporters.WithMaxSpansPerTrace(0), "max spans per trace 0"},
 		{"negative spans", rec, exporters.WithMaxSpans(-1), "max spans -1"},
+		{"zero decided", rec, exporters.WithMaxDecidedTraces(0), "max decided traces 0"},
 		{"no downstream", nil, nil, "no downstream"},
 	}
 	for _, tc := range tests {
