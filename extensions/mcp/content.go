@@ -105,15 +105,21 @@ func resourceContent(contents []*sdk.ResourceContents) (content, error) {
 	return c, nil
 }
 
-// resource adds a resource's contents: its text as text; a blob by its
+// resource adds a resource's contents: its text as text (when it has
+// both, as the adapter always did); a blob by its
 // MIME type: image/* an image part, audio/* an audio part,
 // application/pdf a document part, text (text/*, JSON, XML) in valid
 // UTF-8 text, and any other type (application/octet-stream when the
 // server gives none) a note naming the URI, the type and the size, since
 // no provider takes it. A MIME type that is present must be well formed.
+// Without media (an isError result) a blob is only a note.
 func (c *content) resource(r *sdk.ResourceContents, where string, media bool) error {
-	if len(r.Blob) == 0 {
+	if r.Text != "" || len(r.Blob) == 0 {
 		c.text = append(c.text, r.Text)
+		return nil
+	}
+	if !media {
+		c.text = append(c.text, fmt.Sprintf("[resource: %s, %s, %d bytes]", r.URI, shortName(r.MIMEType), len(r.Blob)))
 		return nil
 	}
 	what := "resource " + where
@@ -163,10 +169,6 @@ func (c *content) media(t harness.PartType, what string, index int, mimeType str
 	}
 	if len(data) == 0 {
 		return &contentError{fmt.Sprintf("%s (%s) has no data", what, mimeType)}
-	}
-	if !parts {
-		c.text = append(c.text, fmt.Sprintf("[resource: %s, %s, %d bytes]", uri, mimeType, len(data)))
-		return nil
 	}
 	m := &harness.Media{MIME: mimeType, Data: data, Name: partName(uri)}
 	c.parts = append(c.parts, harness.Part{Type: t, Media: m})
