@@ -182,15 +182,15 @@ func TestRedactErrURLAndRules(t *testing.T) {
 
 func TestMediaType(t *testing.T) {
 	for in, want := range map[string]string{
-		"image/png":                "image/png",
-		"IMAGE/PNG":                "image/png",
-		"text/csv; charset=utf-8":  "text/csv",
-		"application/vnd.ms-excel": "application/vnd.ms-excel",
-		"png":                      "",
-		"image/":                   "",
-		"/png":                     "",
-		"image/png/x":              "",
-		"":                         "",
+		"image/png":                         "image/png",
+		"IMAGE/PNG":                         "image/png",
+		"text/csv; charset=utf-8":           "text/csv",
+		"application/vnd.ms-excel":          "application/vnd.ms-excel",
+		"png":                               "",
+		"image/":                            "",
+		"/png":                              "",
+		"image/png/x":                       "",
+		"":                                  "",
 		"image/" + strings.Repeat("p", 128): "",
 	} {
 		got, err := mediaType(in)
