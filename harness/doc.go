@@ -263,7 +263,11 @@
 // or file ID has no inline bytes. A provider that cannot send a part to
 // the request's model fails before sending anything, with an
 // [*UnsupportedPartError] ([ErrUnsupportedPart]) naming the message, the
-// part, its MIME type and the model.
+// part, its MIME type and the model. [Agent.AcceptsURL] tells whether the
+// provider takes a part of a type and MIME type by URL, as the provider's
+// [URLAccepter] says (providers/anthropic and providers/openai implement
+// it): the spill extension asks before it replaces a large part's bytes
+// by a link to a copy in its store.
 //
 // # Sessions and the prompt-cache prefix key
 //

@@ -300,3 +300,26 @@ func (e *UnsupportedPartError) Error() string {
 
 // Unwrap returns ErrUnsupportedPart.
 func (e *UnsupportedPartError) Unwrap() error { return ErrUnsupportedPart }
+
+// URLAccepter is implemented by providers that can say whether they send a
+// media part by URL ([Media].URI, which the model's API then fetches)
+// rather than only inline or by file ID. An extension that could replace a
+// part's bytes by a URL, such as one that stores large parts and hands the
+// model a link to them, asks [Agent.AcceptsURL] first. providers/anthropic
+// and providers/openai implement it.
+type URLAccepter interface {
+	// AcceptsURL reports whether a part of type t and MIME type mime (""
+	// when unknown), given by URL, can be sent to model: the provider
+	// sends it by URL and the API takes that type by URL. It must not
+	// block and must be safe for concurrent use.
+	AcceptsURL(model string, t PartType, mime string) bool
+}
+
+// AcceptsURL reports whether the agent's provider takes a media part of
+// type t and MIME type mime by URL for the agent's model ([WithModel]), as
+// its [URLAccepter] says; false when the provider does not implement it.
+// It is safe for concurrent use.
+func (a *Agent) AcceptsURL(t PartType, mime string) bool {
+	u, ok := a.cfg.provider.(URLAccepter)
+	return ok && u.AcceptsURL(a.cfg.model, t, mime)
+}

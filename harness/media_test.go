@@ -528,3 +528,36 @@ func TestMediaDurableRecovery(t *testing.T) {
 		t.Error("the user image")
 	}
 }
+
+// urlProvider takes images by URL for the model "vision".
+type urlProvider struct{ harness.Provider }
+
+func (urlProvider) AcceptsURL(model string, t harness.PartType, mime string) bool {
+	return model == "vision" && t == harness.PartImage && mime == "image/png"
+}
+
+// Agent.AcceptsURL asks the provider's URLAccepter with the agent's
+// model; a provider without one takes nothing by URL.
+func TestAgentAcceptsURL(t *testing.T) {
+	for _, tt := range []struct {
+		p     harness.Provider
+		model string
+		t     harness.PartType
+		mime  string
+		want  bool
+	}{
+		{urlProvider{ht.NewScriptedProvider()}, "vision", harness.PartImage, "image/png", true},
+		{urlProvider{ht.NewScriptedProvider()}, "vision", harness.PartImage, "image/gif", false},
+		{urlProvider{ht.NewScriptedProvider()}, "text", harness.PartImage, "image/png", false},
+		{ht.NewScriptedProvider(), "vision", harness.PartImage, "image/png", false},
+	} {
+		a, err := harness.New(harness.WithProvider(tt.p), harness.WithModel(tt.model), harness.WithStateDir(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.AcceptsURL(tt.t, tt.mime); got != tt.want {
+			t.Errorf("%T %s: AcceptsURL(%s, %s) = %v, want %v", tt.p, tt.model, tt.t, tt.mime, got, tt.want)
+		}
+		a.Close(context.Background())
+	}
+}

@@ -144,11 +144,43 @@
 //
 // # Calls and results
 //
-// A call runs tools/call with the model's arguments. The text of the
-// result's content is what the model reads (other content is described in
-// brackets, a resource link with the read_resource tool that reads it;
-// with no content, the structured content's JSON). A result with isError
-// becomes an error result with the server's text. A call that the server
+// A call runs tools/call with the model's arguments. The model reads the
+// text of the result's content, one block a line, followed by its media
+// as harness parts (harness.ToolResult.Parts), each with the server's
+// MIME type (lower case, without parameters):
+//
+//   - image and audio content become image and audio parts;
+//   - an embedded resource with text is text; one with a blob becomes,
+//     by its MIME type, an image part (image/*), an audio part (audio/*)
+//     or a document part (application/pdf), named after the last element
+//     of the resource's URI; a text blob (text/*, JSON, XML) in valid
+//     UTF-8 is text; any other blob (application/octet-stream when the
+//     server gives no type) is a note naming its URI, type and size, and
+//     its bytes are not sent, since no provider takes them;
+//   - a resource link is a note naming its URI and the read_resource tool
+//     that reads it: the adapter does not fetch it;
+//   - other content is its JSON; with no content, the text is the
+//     structured content's JSON.
+//
+// Each part leaves a note in the text where the content was, such as
+// "[image: image/png, 48213 bytes; attached as part 1]", so the model
+// knows what came where. The bytes are those the SDK decoded from base64
+// when it read the response, shared with the part, not copied or encoded
+// again. Content that cannot become a part makes the call an error result
+// (error type invalid_content) that says which content and why: image or
+// audio content without a MIME type (the specification requires one), a
+// MIME type that is not a well-formed type/subtype (for an embedded
+// resource too) or, for image or audio content, not image/* or audio/*,
+// no data, or malformed base64. A part over the agent's inline limit
+// (harness.WithInlineLimit, 5 MiB by default) makes the engine turn the
+// result into an error result naming the part, its size and the limit
+// (error type part_too_large), after the result middleware, so the spill
+// extension may first store it and hand the model a URL. The
+// read_resource tool converts a resource's contents the same way.
+//
+// A result with isError becomes an error result with the server's text;
+// its media are described in brackets, not sent (error results carry no
+// parts). A call that the server
 // does not answer within [WithCallTimeout] (default 60 s; the time a user
 // takes to answer the server's elicitation does not count) is cancelled
 // and the model gets an error result saying so; a connection lost during

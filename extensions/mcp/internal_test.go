@@ -179,3 +179,40 @@ func TestRedactErrURLAndRules(t *testing.T) {
 		}
 	}
 }
+
+func TestMediaType(t *testing.T) {
+	for in, want := range map[string]string{
+		"image/png":                         "image/png",
+		"IMAGE/PNG":                         "image/png",
+		"text/csv; charset=utf-8":           "text/csv",
+		"application/vnd.ms-excel":          "application/vnd.ms-excel",
+		"png":                               "",
+		"image/":                            "",
+		"/png":                              "",
+		"image/png/x":                       "",
+		"":                                  "",
+		"image/" + strings.Repeat("p", 128): "",
+	} {
+		got, err := mediaType(in)
+		if got != want || (err != nil) != (want == "") {
+			t.Errorf("mediaType(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+// An isError result's media are notes, even malformed ones: error results
+// carry no parts.
+func TestResultContentOfErrorResult(t *testing.T) {
+	res := &sdk.CallToolResult{IsError: true, Content: []sdk.Content{
+		&sdk.TextContent{Text: "failed"},
+		&sdk.ImageContent{MIMEType: "png", Data: []byte("x")},
+		&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "a://b", MIMEType: "bad", Blob: []byte("yy")}},
+	}}
+	c, err := resultContent(res, "", false)
+	if err != nil || len(c.parts) != 0 {
+		t.Fatalf("%v, %d parts", err, len(c.parts))
+	}
+	if got := strings.Join(c.text, "\n"); got != "failed\n[image: png, 1 bytes]\n[resource: a://b, bad, 2 bytes]" {
+		t.Errorf("text %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -712,13 +713,24 @@ func (s *server) call(ctx context.Context, mcpName string, input json.RawMessage
 		span.SetAttributes(append(attrs, semconv.ErrorTypeKey.String(err.typ))...)
 		return "", err
 	}
-	text := resultText(res, readTool)
+	c, cerr := resultContent(res, readTool, !res.IsError)
+	text := strings.Join(c.text, "\n")
 	if res.IsError {
 		span.SetAttributes(append(attrs, semconv.ErrorTypeKey.String(errorTypeToolError))...)
 		if text == "" {
 			text = fmt.Sprintf("mcp: the tool %s of server %q reported an error without a message", mcpName, s.name)
 		}
 		return "", toolError(text)
+	}
+	if cerr != nil {
+		span.SetAttributes(append(attrs, semconv.ErrorTypeKey.String(errorTypeInvalidContent))...)
+		return "", &callError{errorTypeInvalidContent, s.redactErr(fmt.Errorf("mcp: the result of tools/call %s of server %q cannot be shown: %w", shortName(mcpName), s.name, cerr))}
+	}
+	if len(c.parts) > 0 {
+		if err := harness.AddResultParts(ctx, c.parts...); err != nil {
+			span.SetAttributes(append(attrs, semconv.ErrorTypeKey.String(errorTypeInvalidContent))...)
+			return "", &callError{errorTypeInvalidContent, fmt.Errorf("mcp: the result of tools/call %s of server %q: %w", shortName(mcpName), s.name, err)}
+		}
 	}
 	span.SetAttributes(attrs...)
 	return text, nil
@@ -764,6 +776,10 @@ func (s *server) callError(ctx, cctx context.Context, cs *sdk.ClientSession, too
 		return &callError{errorTypeCancelled, ctx.Err()}
 	case errors.Is(context.Cause(cctx), errCallTimeout):
 		return &callError{errorTypeTimeout, fmt.Errorf("mcp: server %q did not answer tools/call %s within %v; the call was cancelled", s.name, tool, s.ext.cfg.callTimeout)}
+	case errors.As(err, new(base64.CorruptInputError)):
+		// The SDK decodes image, audio and blob data as it reads the
+		// result; the connection is fine.
+		return &callError{errorTypeInvalidContent, s.redactErr(fmt.Errorf("mcp: server %q answered tools/call %s with content whose base64 data is malformed: %v", s.name, tool, err))}
 	case errors.As(err, &werr):
 		return &callError{strconv.FormatInt(werr.Code, 10), s.redactErr(fmt.Errorf("mcp: server %q refused tools/call %s: %s (JSON-RPC error %d)", s.name, tool, clip(werr.Message, maxDescription), werr.Code))}
 	case errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
@@ -1028,19 +1044,19 @@ func (s *server) readResource(ctx context.Context, uri string) (string, error) {
 		span.SetAttributes(append(attrs, semconv.ErrorTypeKey.String(e.typ))...)
 		return "", e
 	}
-	span.SetAttributes(attrs...)
-	var parts []string
-	for _, c := range res.Contents {
-		if c == nil {
-			continue
-		}
-		if c.Text != "" || len(c.Blob) == 0 {
-			parts = append(parts, c.Text)
-		} else {
-			parts = append(parts, fmt.Sprintf("[resource: %s, %s, %d bytes]", c.URI, c.MIMEType, len(c.Blob)))
+	c, cerr := resourceContent(res.Contents)
+	if cerr != nil {
+		span.SetAttributes(append(attrs, semconv.ErrorTypeKey.String(errorTypeInvalidContent))...)
+		return "", &callError{errorTypeInvalidContent, s.redactErr(fmt.Errorf("mcp: resources/read %s of server %q cannot be shown: %w", shownName(uri), s.name, cerr))}
+	}
+	if len(c.parts) > 0 {
+		if err := harness.AddResultParts(ctx, c.parts...); err != nil {
+			span.SetAttributes(append(attrs, semconv.ErrorTypeKey.String(errorTypeInvalidContent))...)
+			return "", &callError{errorTypeInvalidContent, fmt.Errorf("mcp: resources/read of server %q: %w", s.name, err)}
 		}
 	}
-	return strings.Join(parts, "\n"), nil
+	span.SetAttributes(attrs...)
+	return strings.Join(c.text, "\n"), nil
 }
 
 // drop forgets cs, and closes it, if it is still the server's connection.
@@ -1069,46 +1085,4 @@ func (s *server) close() error {
 		err = nil
 	}
 	return err
-}
-
-// resultText is what the model reads of a tool result: the text of its
-// content, one block after another; a note for content that is not text;
-// the structured content's JSON when there is no content. A resource link
-// names readTool, the server's read_resource tool, when there is one.
-func resultText(res *sdk.CallToolResult, readTool string) string {
-	var parts []string
-	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *sdk.TextContent:
-			parts = append(parts, c.Text)
-		case *sdk.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes]", c.MIMEType, len(c.Data)))
-		case *sdk.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes]", c.MIMEType, len(c.Data)))
-		case *sdk.ResourceLink:
-			if readTool != "" {
-				parts = append(parts, fmt.Sprintf("[resource: %s %s; %s reads it]", c.Name, c.URI, readTool))
-			} else {
-				parts = append(parts, fmt.Sprintf("[resource: %s %s]", c.Name, c.URI))
-			}
-		case *sdk.EmbeddedResource:
-			if r := c.Resource; r != nil {
-				if r.Text != "" || len(r.Blob) == 0 {
-					parts = append(parts, r.Text)
-				} else {
-					parts = append(parts, fmt.Sprintf("[resource: %s, %s, %d bytes]", r.URI, r.MIMEType, len(r.Blob)))
-				}
-			}
-		default:
-			if b, err := json.Marshal(c); err == nil {
-				parts = append(parts, string(b))
-			}
-		}
-	}
-	if len(parts) == 0 && res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			return string(b)
-		}
-	}
-	return strings.Join(parts, "\n")
 }

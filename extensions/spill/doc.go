@@ -45,6 +45,46 @@
 // The failure is logged and counted ([Extension.Stats]: StoreFailures,
 // StoreFailedBytes, and StoreCutBytes for what the model did not get).
 //
+// # Large media parts (claim check)
+//
+// A tool result's media parts (harness.ToolResult.Parts: images,
+// documents, audio) are sent to the provider in every model request of
+// the conversation, inline as base64 unless they refer to a URL or a file
+// ID. The middleware replaces a part whose inline bytes exceed
+// [WithPartThreshold] (default 256 KiB) by a part of the same type, MIME
+// type and name that refers to a copy of the bytes in the store by URL,
+// when both:
+//
+//   - the store, given with [WithStore], is a [URLer]: it hands out URLs
+//     that the provider can fetch without credentials, such as the
+//     presigned GET URLs of s3store (valid for [WithPartURLExpiry],
+//     default 24 hours); a [DirStore], the default temporary directory
+//     and [WithDir] are not, since a remote provider cannot reach the
+//     local disk;
+//   - the agent's provider takes that part by URL for the agent's model
+//     (harness.Agent.AcceptsURL, from the provider's
+//     harness.URLAccepter): providers/anthropic takes images and PDFs,
+//     providers/openai images; a provider that does not say takes none.
+//
+// The model still sees the part: the provider sends the URL and the API
+// fetches the image or document; only the bytes leave the request. A part
+// sent by URL has no inline bytes, so it passes the agent's inline limit
+// (harness.WithInlineLimit), which the engine checks after this
+// middleware. Otherwise the part stays inline and nothing is stored: the
+// engine holds its bytes once, and the provider encodes them into each
+// request. When storing the part or making its URL fails (a store that is
+// down), the part stays inline too, whole: the failure is logged as a
+// warning (redacted) and counted ([Stats].PartStoreFailures); a part is
+// never lost. Stored parts are not results: read_result does not read
+// them, and sessions and Artifacts do not list them; they live in the
+// caller's store under its retention, and a URL stops working when it
+// expires or its object is deleted. Every request sends the URL again, so
+// a conversation continued after that fails at the provider. Anyone who
+// holds the URL (the conversation, a saved session, a trace) can fetch
+// the part until it expires. With a store whose endpoint the provider
+// cannot reach (a private network), keep parts inline with
+// WithPartThreshold(-1).
+//
 // # The read_result tool
 //
 // Arguments are a JSON object with "id" and "op":

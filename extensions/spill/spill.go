@@ -34,6 +34,13 @@ const (
 	DefaultMaxOutput = 16 << 10
 	// ToolName is the name of the tool the extension registers.
 	ToolName = "read_result"
+	// DefaultPartThreshold is the size, in bytes, of a tool result's media
+	// part above which the part is stored and sent by URL, when the store
+	// and the provider allow it (see WithPartThreshold): 256 KiB.
+	DefaultPartThreshold = 256 << 10
+	// DefaultPartURLExpiry is how long the URL of a stored part works: 24
+	// hours.
+	DefaultPartURLExpiry = 24 * time.Hour
 )
 
 // Option configures an [Extension].
@@ -45,9 +52,14 @@ type Option func(*config)
 //     spill and removed at Close, except results saved in a session;
 //   - previews of DefaultPreviewBytes each (head and tail);
 //   - read_result output capped at DefaultMaxOutput (16 KiB);
-//   - SHA-256 verified on the first read and whenever the file changed.
+//   - SHA-256 verified on the first read and whenever the file changed;
+//   - media parts over DefaultPartThreshold (256 KiB) sent by a URL valid
+//     for DefaultPartURLExpiry (24 h) when the store is a [URLer] and the
+//     provider takes the part by URL; inline otherwise.
 type config struct {
 	threshold   int
+	partMin     int
+	partExpiry  time.Duration
 	store       Store
 	dir         string
 	tempParent  string
@@ -61,6 +73,21 @@ type config struct {
 // WithThreshold sets the size in bytes above which a result is spilled.
 // Values below 1 keep the default.
 func WithThreshold(n int) Option { return func(c *config) { c.threshold = n } }
+
+// WithPartThreshold sets the size in bytes above which a media part of a
+// tool result (an image, a document, audio held inline) is stored and
+// sent to the provider by URL instead of inline (a claim check), when the
+// store is a [URLer] and the provider takes such a part by URL
+// (harness.Agent.AcceptsURL). 0 keeps the default, [DefaultPartThreshold];
+// a negative n sends every part inline.
+func WithPartThreshold(n int) Option { return func(c *config) { c.partMin = n } }
+
+// WithPartURLExpiry sets how long the URL of a stored part must work
+// (default [DefaultPartURLExpiry], 24 hours; a store may cap it: S3
+// presigned URLs last at most 7 days). Every model request of the
+// conversation sends the URL again, so a conversation continued after it
+// expired fails at the provider. Values of 0 or less keep the default.
+func WithPartURLExpiry(d time.Duration) Option { return func(c *config) { c.partExpiry = d } }
 
 // WithStore stores results in s, which the caller owns: nothing in it is
 // deleted and it is not closed at Close. Session state records results by
@@ -131,9 +158,10 @@ type Extension struct {
 
 	mu       sync.Mutex
 	logger   *slog.Logger
-	store    Store     // nil until the first spill, or the caller's
-	own      *DirStore // the store the extension created (temp or WithDir)
-	tempDir  string    // the temporary directory, when own is temporary
+	agent    *harness.Agent // set at Install: whose provider is asked about URLs
+	store    Store          // nil until the first spill, or the caller's
+	own      *DirStore      // the store the extension created (temp or WithDir)
+	tempDir  string         // the temporary directory, when own is temporary
 	results  map[string]*entry
 	restored map[string]*DirStore // read-only stores of loaded sessions, by dir
 	saved    map[string]bool
@@ -177,6 +205,12 @@ func New(opts ...Option) *Extension {
 	if c.preview < 1 {
 		c.preview = DefaultPreviewBytes
 	}
+	if c.partMin == 0 {
+		c.partMin = DefaultPartThreshold
+	}
+	if c.partExpiry <= 0 {
+		c.partExpiry = DefaultPartURLExpiry
+	}
 	switch {
 	case c.maxOutput <= 0:
 		c.maxOutput = DefaultMaxOutput
@@ -198,6 +232,7 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 	if e.logger == nil {
 		e.logger = ec.Logger()
 	}
+	e.agent = ec.Agent()
 	e.mu.Unlock()
 	if _, err := ec.RegisterTool(e.tool()); err != nil {
 		return err
@@ -217,10 +252,17 @@ type resultMiddleware struct{ e *Extension }
 // read_result are never spilled (its output is capped). If storing fails,
 // the result is cut to the threshold with a note naming the cause (see
 // [cutResult]): a result of any size never reaches the model whole, and
-// the failure is logged and counted in Stats.
+// the failure is logged and counted in Stats. Large media parts are
+// stored and sent by URL when they can be (see [Extension.claimParts]).
 func (m resultMiddleware) AfterToolExecution(ctx context.Context, call *harness.ToolCall, r *harness.ToolResult) error {
 	e := m.e
-	if r == nil || r.Name == ToolName || call.Name == ToolName || len(r.Content) <= e.cfg.threshold {
+	if r == nil || r.Name == ToolName || call.Name == ToolName {
+		return nil
+	}
+	if len(r.Parts) > 0 {
+		e.claimParts(ctx, call, r)
+	}
+	if len(r.Content) <= e.cfg.threshold {
 		return nil
 	}
 	res, err := e.spill(ctx, call.Name, call.ID, r.IsError, strings.NewReader(r.Content))

@@ -43,6 +43,23 @@ type Store interface {
 	List(ctx context.Context) ([]Info, error)
 }
 
+// URLer is a [Store] that hands out URLs from which anyone who holds one
+// can GET a stored result's bytes, without credentials, until it expires,
+// such as a presigned S3 URL (s3store implements it). The extension uses
+// it to send a large media part of a tool result to the model's provider
+// by URL instead of inline (see [WithPartThreshold]), so the URL must be
+// one the provider can reach: a store whose URLs only its own machine or
+// network reaches must not implement it (a [DirStore] does not).
+type URLer interface {
+	Store
+	// URL returns a URL of id's bytes that works for at least expiry (a
+	// store may cap it, and says so in its documentation); a GET of it
+	// answers with the Content-Type contentType, when not "". It may
+	// block on I/O and must be safe for concurrent use. Errors for a
+	// missing id match fs.ErrNotExist.
+	URL(ctx context.Context, id, contentType string, expiry time.Duration) (string, error)
+}
+
 // File is an opened stored result. It is used by one goroutine at a time.
 type File interface {
 	io.ReadSeekCloser

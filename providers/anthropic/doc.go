@@ -52,6 +52,8 @@
 // in assistant messages: such a part fails the request before anything is
 // sent, with a *harness.UnsupportedPartError (harness.ErrUnsupportedPart)
 // naming the message, the part, its MIME type and the model.
+// [Provider.AcceptsURL] (harness.URLAccepter) says which parts go by URL:
+// images of the four types and PDF documents.
 //
 // Stop reasons map onto harness.StopReason (end_turn, tool_use, max_tokens,
 // stop_sequence, refusal, pause_turn; model_context_window_exceeded counts

@@ -229,3 +229,45 @@ func TestLargeMediaStreamed(t *testing.T) {
 		}
 	}
 }
+
+// AcceptsURL says yes for the image types and PDFs that the Messages API
+// takes by URL, and no for audio and other types; a part it accepts, by
+// URL in a tool result, is sent.
+func TestAcceptsURL(t *testing.T) {
+	for _, tt := range []struct {
+		t    harness.PartType
+		mime string
+		want bool
+	}{
+		{harness.PartImage, "image/png", true},
+		{harness.PartImage, "image/webp", true},
+		{harness.PartImage, "", true},
+		{harness.PartImage, "image/bmp", false},
+		{harness.PartDocument, "application/pdf", true},
+		{harness.PartDocument, "text/plain", false},
+		{harness.PartAudio, "audio/wav", false},
+		{harness.PartText, "", false},
+	} {
+		srv := replay.New(provtest.Fixture("plain.json"))
+		p := newTestProvider(t, srv)
+		var a harness.URLAccepter = p
+		got := a.AcceptsURL(model, tt.t, tt.mime)
+		if got != tt.want {
+			t.Errorf("AcceptsURL(%s, %q) = %v, want %v", tt.t, tt.mime, got, tt.want)
+		}
+		if got {
+			part := harness.Part{Type: tt.t, Media: &harness.Media{URI: "https://example.com/x", MIME: tt.mime}}
+			msgs := []harness.Message{
+				harness.UserMessage("go"),
+				{Role: harness.RoleAssistant, Content: []harness.Part{{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "t1", Name: "rec", Input: json.RawMessage(`{}`)}}}},
+				{Role: harness.RoleTool, Content: []harness.Part{{Type: harness.PartToolResult, ToolResult: &harness.ToolResult{CallID: "t1", Name: "rec", Parts: []harness.Part{part}}}}},
+			}
+			if _, err := p.Generate(context.Background(), &harness.ModelRequest{Model: model, Messages: msgs}); err != nil {
+				t.Errorf("%s %q by URL: %v", tt.t, tt.mime, err)
+			} else if body := string(srv.Requests()[0].Body); !strings.Contains(body, `"url":"https://example.com/x"`) {
+				t.Errorf("%s %q: the request does not carry the URL: %s", tt.t, tt.mime, body)
+			}
+		}
+		srv.Close()
+	}
+}

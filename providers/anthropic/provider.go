@@ -125,6 +125,7 @@ type Provider struct {
 var (
 	_ harness.Provider      = (*Provider)(nil)
 	_ harness.ProviderNamer = (*Provider)(nil)
+	_ harness.URLAccepter   = (*Provider)(nil)
 )
 
 // New builds a provider. It does not contact the API; missing credentials
@@ -163,6 +164,24 @@ func New(opts ...Option) (*Provider, error) {
 // the request is sent and observers can name the provider of a request
 // that fails.
 func (p *Provider) ProviderName() string { return Name }
+
+// AcceptsURL reports whether the Messages API takes a part of type t and
+// MIME type mime by URL: images of type image/jpeg, image/png, image/gif
+// and image/webp (a url image source) and PDF documents (a url document
+// source); no audio. An unknown type ("") is accepted for images and
+// documents, which the provider sends by URL as it sends harness.ImageURL
+// and DocumentURL parts. It implements harness.URLAccepter, for every
+// model.
+func (p *Provider) AcceptsURL(_ string, t harness.PartType, mime string) bool {
+	switch t {
+	case harness.PartImage:
+		_, ok := imageTypes[mime]
+		return ok || mime == ""
+	case harness.PartDocument:
+		return mime == "application/pdf" || mime == ""
+	}
+	return false
+}
 
 // Generate sends req to the Messages API and returns the reply; with
 // req.Stream it streams and assembles the events. It blocks until the reply

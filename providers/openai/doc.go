@@ -47,6 +47,8 @@
 // from the model's name — audio only for audio models, images and PDFs
 // for all but gpt-3.5, o1-mini and o3-mini — and [WithPartSupport]
 // replaces it, for new models and for other servers that speak the API.
+// [Provider.AcceptsURL] (harness.URLAccepter) says which parts go by URL:
+// images, to a model that takes them; no documents or audio.
 //
 // finish_reason maps onto harness.StopReason (stop → end_turn, tool_calls →
 // tool_use, length → max_tokens, content_filter → content_filter; a

@@ -219,3 +219,47 @@ func TestLargeMediaStreamed(t *testing.T) {
 		}
 	}
 }
+
+// AcceptsURL says yes for images to a model that takes images, and no for
+// documents and audio, which Chat Completions takes inline or by file ID
+// only; a part it accepts, by URL in a tool result, is sent, and one it
+// refuses fails before anything is sent.
+func TestAcceptsURL(t *testing.T) {
+	for _, tt := range []struct {
+		model string
+		t     harness.PartType
+		mime  string
+		want  bool
+	}{
+		{model, harness.PartImage, "image/png", true},
+		{model, harness.PartImage, "", true},
+		{model, harness.PartImage, "application/pdf", false},
+		{"o3-mini", harness.PartImage, "image/png", false},
+		{model, harness.PartDocument, "application/pdf", false},
+		{"gpt-4o-audio-preview", harness.PartAudio, "audio/wav", false},
+	} {
+		srv := replay.New(provtest.Fixture("plain.json"))
+		p := newTestProvider(t, srv)
+		var a harness.URLAccepter = p
+		got := a.AcceptsURL(tt.model, tt.t, tt.mime)
+		if got != tt.want {
+			t.Errorf("AcceptsURL(%s, %s, %q) = %v, want %v", tt.model, tt.t, tt.mime, got, tt.want)
+		}
+		part := harness.Part{Type: tt.t, Media: &harness.Media{URI: "https://example.com/x", MIME: tt.mime}}
+		msgs := []harness.Message{
+			harness.UserMessage("go"),
+			{Role: harness.RoleAssistant, Content: []harness.Part{{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "t1", Name: "rec", Input: json.RawMessage(`{}`)}}}},
+			{Role: harness.RoleTool, Content: []harness.Part{{Type: harness.PartToolResult, ToolResult: &harness.ToolResult{CallID: "t1", Name: "rec", Parts: []harness.Part{part}}}}},
+		}
+		_, err := p.Generate(context.Background(), &harness.ModelRequest{Model: tt.model, Messages: msgs})
+		switch {
+		case got && err != nil:
+			t.Errorf("%s %q by URL: %v", tt.t, tt.mime, err)
+		case got && !strings.Contains(string(srv.Requests()[0].Body), `"url":"https://example.com/x"`):
+			t.Errorf("%s %q: the request does not carry the URL", tt.t, tt.mime)
+		case !got && tt.t != harness.PartImage && !errors.Is(err, harness.ErrUnsupportedPart):
+			t.Errorf("%s %q by URL, refused by AcceptsURL, was sent: %v", tt.t, tt.mime, err)
+		}
+		srv.Close()
+	}
+}

@@ -143,6 +143,7 @@ type Provider struct {
 var (
 	_ harness.Provider      = (*Provider)(nil)
 	_ harness.ProviderNamer = (*Provider)(nil)
+	_ harness.URLAccepter   = (*Provider)(nil)
 )
 
 // New builds a provider. It does not contact the API; missing credentials
@@ -167,6 +168,16 @@ func New(opts ...Option) (*Provider, error) {
 // the request is sent and observers can name the provider of a request
 // that fails.
 func (p *Provider) ProviderName() string { return Name }
+
+// AcceptsURL reports whether Chat Completions takes a part of type t and
+// MIME type mime by URL for model: images (image/*, or of unknown type
+// "") as an image_url, when the model takes images (see
+// [WithPartSupport]); not documents, which it takes inline or by file ID,
+// nor audio, which it takes inline only. It implements
+// harness.URLAccepter.
+func (p *Provider) AcceptsURL(model string, t harness.PartType, mime string) bool {
+	return t == harness.PartImage && (mime == "" || strings.HasPrefix(mime, "image/")) && p.cfg.supports(model, t)
+}
 
 // Generate sends req to the Chat Completions API and returns the reply;
 // with req.Stream it streams (with stream_options.include_usage) and

@@ -72,6 +72,21 @@
 // reported as spill.CorruptError. A result whose objects were deleted
 // reads as "its stored file is gone".
 //
+// # URLs of stored parts
+//
+// The Store is a spill.URLer: [Store.URL] presigns a GET of a result's
+// content object, valid for the expiry asked (at most [MaxURLExpiry], 7
+// days), answering with the Content-Type asked. The spill extension uses
+// it to send a large image or PDF of a tool result to the model's
+// provider by URL instead of inline (spill.WithPartThreshold, default 256
+// KiB; spill.WithPartURLExpiry, default 24 hours), when the provider takes
+// it by URL. The URL names Config.Endpoint, so the provider must be able
+// to reach it (AWS S3 or a public endpoint, not a private network); turn
+// the claim check off with spill.WithPartThreshold(-1) otherwise. A URL
+// works without credentials until it expires, or until its content is
+// deleted (DeleteOnClose, Expire): a session that will be loaded again
+// needs the content kept.
+//
 // # Faults
 //
 // New does not contact the server; [Store.Check] tests the bucket and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -11,12 +12,15 @@ import (
 )
 
 // Raw wraps the server's side of connections: its tools/list results end
-// with the Extra tools (raw JSON, as no SDK server would send them), and
-// each connection is sent on Conns, if not nil, so that a test can write
-// messages of its own to the client.
+// with the Extra tools (raw JSON, as no SDK server would send them), the
+// results of its responses have each Replace[i][0] replaced by
+// Replace[i][1] (to send what no SDK server would, such as malformed
+// base64), and each connection is sent on Conns, if not nil, so that a
+// test can write messages of its own to the client.
 type Raw struct {
-	Extra []json.RawMessage
-	Conns chan mcp.Connection
+	Extra   []json.RawMessage
+	Replace [][2]string
+	Conns   chan mcp.Connection
 
 	mu   sync.Mutex
 	last mcp.Connection
@@ -99,6 +103,15 @@ func (r *Raw) Message(data []byte) []byte {
 }
 
 func (r *Raw) result(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(r.Replace) > 0 {
+		out := string(raw)
+		for _, rep := range r.Replace {
+			out = strings.ReplaceAll(out, rep[0], rep[1])
+		}
+		if out != string(raw) {
+			return json.RawMessage(out), true
+		}
+	}
 	if len(r.Extra) == 0 {
 		return nil, false
 	}

@@ -2,8 +2,9 @@
 // in-process over the SDK's in-memory transport and, built from
 // ./mcptestserver, as a stdio subprocess. Its tools cover what the adapter
 // must handle: annotations, error results, a huge result, a malformed
-// schema, a call that never ends, a request for user input, and (in the
-// subprocess only) a crash.
+// schema, a call that never ends, a request for user input, media content
+// (the tool "media", good and malformed), and (in the subprocess only) a
+// crash.
 package testserver
 
 import (
@@ -182,6 +183,7 @@ func New(opts Options) *mcp.Server {
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: NotesText}}}, nil
 		})
+	addMedia(s)
 	if opts.Crash {
 		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server in the middle of the call."},
 			func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
