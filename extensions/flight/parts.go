@@ -101,7 +101,9 @@ func scanRefs(data []byte, fn func(sum [32]byte)) {
 	}
 }
 
-func isHexDigit(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
 
 // refOf returns the reference of an inline media part, and false for a
 // part without bytes (a URI, a provider file ID) or without media.
