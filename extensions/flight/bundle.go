@@ -770,7 +770,7 @@ func (b *Bundle) verifyParts() []Problem {
 			continue
 		}
 		present[m.Name] = true
-		sum, ok := partSumOfName(m.Name)
+		sum, ok := ParsePartMemberName(m.Name)
 		switch {
 		case !ok:
 			probs = append(probs, Problem{m.Name, "not a part name (parts/sha256-<64 hex digits>)"})

@@ -43,9 +43,10 @@ type PartRef struct {
 // "parts/sha256-<hex>".
 func PartMemberName(sum [32]byte) string { return PartsDir + partref.FileName(sum) }
 
-// partSumOfName returns the digest a part member's name says, and false
-// when name is not of the form parts/sha256-<64 lowercase hex digits>.
-func partSumOfName(name string) ([32]byte, bool) {
+// ParsePartMemberName returns the digest a part member's name says, and
+// false when name is not of the form parts/sha256-<64 lowercase hex
+// digits> (see [PartMemberName]).
+func ParsePartMemberName(name string) ([32]byte, bool) {
 	h, ok := strings.CutPrefix(name, PartsDir+"sha256-")
 	if !ok {
 		return [32]byte{}, false

@@ -130,7 +130,7 @@ func (x *Extension) scanPartsLocked(dir string) {
 			os.Remove(filepath.Join(pd, e.Name()))
 			continue
 		}
-		sum, ok := partSumOfName(PartsDir + e.Name())
+		sum, ok := ParsePartMemberName(PartsDir + e.Name())
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
