@@ -168,7 +168,11 @@
 // of the run clicked, the attributes of the span clicked (system prompt,
 // input and output messages, tool definitions, usage, the prompt-cache
 // prefix key parts and which one broke the cache, every attribute), and
-// the recordings' incident bundles with their manifest and events. It
+// the recordings' incident bundles with their manifest and events. Media
+// parts named by reference in the messages and events show as thumbnails
+// when they are PNG, JPEG, GIF or WebP images whose bytes the recordings
+// or bundles under --dir hold (and whose bytes are of the type claimed);
+// other parts, SVG included, are download links. It
 // reads the files again when they change, so new runs appear. Attribute
 // values above 64 KiB are cut, with their full size shown. Traces hold
 // prompts and tool results, so ui listens on loopback addresses only and
