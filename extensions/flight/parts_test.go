@@ -2,6 +2,7 @@ package flight_test
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -14,10 +15,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
@@ -466,5 +470,104 @@ func TestPartsFromOldSession(t *testing.T) {
 	b = exportWith(t, dir, flight.ExportOptions{})
 	if s := member(t, b, flight.SessionName); bytes.Contains(s, []byte(`"data"`)) || len(b.Parts()) != 0 {
 		t.Errorf("session %s, parts %v", s, b.Parts())
+	}
+}
+
+// partsChildEnv, when set, makes the test binary run runPartsChild: an
+// agent whose user message and tool result carry images, then blocks in
+// a tool until killed.
+const partsChildEnv = "FLIGHT_TEST_PARTS_DIR"
+
+// childImages are the images of runPartsChild: the user's, the tool's.
+func childImages() ([]byte, []byte) { return mediaBytes("user", 1<<20), mediaBytes("tool", 4096) }
+
+func runPartsChild() int {
+	dir := os.Getenv(partsChildEnv)
+	user, shot := childImages()
+	rec := flight.New(flight.WithDir(dir), flight.WithIncludeArtifacts(true))
+	block := harness.MustTool(harness.NewTool("wait", "Block.", func(ctx context.Context, in echoIn) (string, error) {
+		fmt.Println("blocked")
+		select {} // until SIGKILL
+	}))
+	a, err := harness.New(
+		harness.WithSessionID("crash"),
+		harness.WithLogger(slog.New(slog.DiscardHandler)),
+		harness.WithProvider(harnesstest.NewScriptedProvider(
+			harnesstest.CallTool("c1", "snap", map[string]int{"n": 1}),
+			harnesstest.CallTool("w", "wait", map[string]string{"text": "x"}),
+		)),
+		harness.WithTools(snapTool(shot, shot), block),
+		harness.WithExtensions(rec),
+	)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	a.RunMessage(context.Background(), harness.UserParts(harness.Text("look"), harness.ImagePart(user, "image/png")))
+	return 1
+}
+
+// TestPartsSIGKILL: a process killed during a run leaves a recording
+// whose export holds the run's parts, whole, and verifies.
+func TestPartsSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), partsChildEnv+"="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "blocked" {
+				ready <- true
+				return
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("child ended; stderr:\n%s", stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child did not block in time; stderr:\n%s", stderr.String())
+	}
+	user, shot := childImages()
+	rec := filepath.Join(dir, "crash")
+	stored := func() int {
+		n := 0
+		for _, img := range [][]byte{user, shot} {
+			if _, err := os.Stat(filepath.Join(rec, filepath.FromSlash(partName(img)))); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	// The parts are written as the hooks see them, without waiting for the
+	// end of the run: wait until both are there, then kill.
+	start := time.Now()
+	for stored() < 2 && time.Since(start) < 10*time.Second {
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("%d parts stored %v after the child blocked", stored(), time.Since(start).Round(time.Millisecond))
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	b := exportWith(t, rec, flight.ExportOptions{IncludeArtifacts: true})
+	if got, want := b.Parts(), []string{partName(user), partName(shot)}; !slices.Equal(got, want) {
+		t.Errorf("parts %v (missing %+v), want %v", got, b.Manifest.MissingParts, want)
 	}
 }
