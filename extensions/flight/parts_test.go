@@ -556,9 +556,11 @@ func TestPartsSIGKILL(t *testing.T) {
 		return n
 	}
 	// The parts are written as the hooks see them, without waiting for the
-	// end of the run: wait until both are there, then kill.
+	// end of the run: wait until both are there, and the journal names the
+	// blocking call (its batches are written a few milliseconds late),
+	// then kill.
 	start := time.Now()
-	for stored() < 2 && time.Since(start) < 10*time.Second {
+	for (stored() < 2 || !journalHas(rec, "wait")) && time.Since(start) < 10*time.Second {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Logf("%d parts stored %v after the child blocked", stored(), time.Since(start).Round(time.Millisecond))
