@@ -62,6 +62,16 @@
 // with the reason. Everything is
 // redacted again on the way.
 //
+// Events name the media parts (images, documents, audio) a run sent or
+// received by reference, "artifact:sha256:<hex>", and the session
+// snapshot does too: no bundle carries a part's bytes as base64. With
+// --include-artifacts the bundle also holds the bytes of every part it
+// refers to, once each, as parts/sha256-<hex>, from the copies the
+// recorder kept (flight.WithIncludeArtifacts); export prints how many,
+// and names on standard error each part it could not include, with the
+// reason. Part bytes are included as they are, not redacted. Without
+// --include-artifacts a bundle holds no part bytes.
+//
 // With -o s3://bucket/prefix/name.tar.gz the bundle is written to that
 // object, once (an existing object is not replaced), with the
 // credentials, region and endpoint of AWS_ACCESS_KEY_ID,
@@ -100,8 +110,14 @@
 // absolute paths, links, oversized members, truncated compression), and
 // compares every member's size and SHA-256 with the manifest, and checks
 // that runtime/flight.trace, when present, is a Go execution trace. It
+// checks the media parts too: each parts/sha256-<hex> member's SHA-256
+// must be the one its name says, and in a bundle exported with
+// --include-artifacts every part reference of its events, spans and
+// session must have its member, unless the manifest names it missing
+// (printed as "missing", with the reason, which is no failure). It
 // prints one line per member and exits with status 1 on any mismatch,
-// naming the members at fault.
+// naming the members at fault (a part referenced but absent is named by
+// its member name).
 //
 // # push
 //
@@ -152,7 +168,11 @@
 // of the run clicked, the attributes of the span clicked (system prompt,
 // input and output messages, tool definitions, usage, the prompt-cache
 // prefix key parts and which one broke the cache, every attribute), and
-// the recordings' incident bundles with their manifest and events. It
+// the recordings' incident bundles with their manifest and events. Media
+// parts named by reference in the messages and events show as thumbnails
+// when they are PNG, JPEG, GIF or WebP images whose bytes the recordings
+// or bundles under --dir hold (and whose bytes are of the type claimed);
+// other parts, SVG included, are download links. It
 // reads the files again when they change, so new runs appear. Attribute
 // values above 64 KiB are cut, with their full size shown. Traces hold
 // prompts and tool results, so ui listens on loopback addresses only and

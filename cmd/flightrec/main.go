@@ -383,7 +383,23 @@ func (a *app) cmdExport(args []string) error {
 	for _, ma := range m.Missing() {
 		fmt.Fprintf(stderr, "flightrec: export: artifact %s not included: %s\n", ma.Name, ma.Reason)
 	}
+	if n := countParts(m); n > 0 || len(m.MissingParts) > 0 {
+		fmt.Fprintf(stdout, "included the bytes of %s\n", count(n, "media part", "media parts"))
+	}
+	for _, mp := range m.MissingParts {
+		fmt.Fprintf(stderr, "flightrec: export: media part %s not included: %s\n", mp.URI, mp.Reason)
+	}
 	return nil
+}
+
+func countParts(m *flight.Manifest) int {
+	n := 0
+	for _, mem := range m.Members {
+		if strings.HasPrefix(mem.Name, flight.PartsDir) {
+			n++
+		}
+	}
+	return n
 }
 
 func countArtifacts(m *flight.Manifest) int {
@@ -511,10 +527,22 @@ func cmdVerify(stdout, stderr io.Writer, args []string) error {
 		}
 		fmt.Fprintf(tw, "ok\t%s\t%d bytes\tsha256 %s\n", m.Name, m.Size, m.SHA256)
 	}
-	for _, m := range b.Members {
-		if why, ok := bad[m.Name]; ok && why == "not listed in the manifest" {
-			fmt.Fprintf(tw, "FAIL\t%s\t%s\n", m.Name, why)
+	// Problems with members the manifest does not list: extra members,
+	// and media parts referenced but absent.
+	listed := map[string]bool{}
+	for _, m := range b.Manifest.Members {
+		listed[m.Name] = true
+	}
+	if ve != nil {
+		for _, p := range ve.Problems {
+			if !listed[p.Member] {
+				listed[p.Member] = true
+				fmt.Fprintf(tw, "FAIL\t%s\t%s\n", p.Member, p.Reason)
+			}
 		}
+	}
+	for _, mp := range b.Manifest.MissingParts {
+		fmt.Fprintf(tw, "missing\t%s\t%s\n", mp.URI, mp.Reason)
 	}
 	tw.Flush()
 	if ve != nil {

@@ -11,13 +11,16 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/partref"
 	"github.com/harnessx/harnessx/internal/redact"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -30,7 +33,8 @@ const (
 )
 
 // The names of the members of a bundle. Artifacts live under
-// ArtifactsDir, as artifacts/<extension>/<artifact name>.
+// ArtifactsDir, as artifacts/<extension>/<artifact name>, and the bytes of
+// media parts under [PartsDir], as parts/sha256-<hex>.
 const (
 	ManifestName = "manifest.json"
 	EventsName   = "events.jsonl"
@@ -75,6 +79,16 @@ type Manifest struct {
 	// they were recorded, not copied because of the recording's artifact
 	// limit, …). [Manifest.Missing] splits them.
 	MissingArtifacts []string `json:"missing_artifacts,omitempty"`
+	// IncludedArtifacts says that the bundle was made with its artifacts
+	// ([WithIncludeArtifacts], [ExportOptions].IncludeArtifacts): it then
+	// holds under [PartsDir] the bytes of every media part that its
+	// events, spans and session refer to ("artifact:sha256:<hex>"), or
+	// names the part in MissingParts. [Bundle.Verify] checks both.
+	IncludedArtifacts bool `json:"included_artifacts,omitempty"`
+	// MissingParts names the media parts the bundle refers to but does
+	// not hold, with the reason (the recorder did not keep their bytes,
+	// or its copy was damaged).
+	MissingParts []MissingPart `json:"missing_parts,omitempty"`
 	// Journal holds what reading the journal found, for bundles exported
 	// from one (torn lines after a crash, for instance).
 	Journal *ReadStats `json:"journal,omitempty"`
@@ -101,6 +115,14 @@ func (m *Manifest) Missing() []MissingArtifact {
 		out = append(out, MissingArtifact{Name: name, Reason: reason})
 	}
 	return out
+}
+
+// MissingPart is a media part that a bundle refers to but does not hold,
+// and why.
+type MissingPart struct {
+	// URI is the part's reference, "artifact:sha256:<hex>".
+	URI    string `json:"uri"`
+	Reason string `json:"reason"`
 }
 
 // Member is a bundle member's name, size and SHA-256 (hex).
@@ -190,6 +212,11 @@ type bundleWriter struct {
 	session   []byte
 	execTrace []byte
 	artifacts []artifactFile
+
+	parts    bool                // IncludeParts was called
+	partsDir string              // the recording whose parts/ holds the bytes
+	inline   map[[32]byte][]byte // bytes found inline in the session
+	sums     *sumCache
 }
 
 type artifactFile struct {
@@ -208,6 +235,7 @@ func newBundleWriter(w io.Writer, red *Redactor) *bundleWriter {
 		m:      Manifest{Format: BundleFormat, Version: BundleVersion, Counts: map[string]int{}},
 		runs:   map[string]bool{},
 		traces: map[string]bool{},
+		sums:   newSumCache(),
 	}
 }
 
@@ -264,9 +292,27 @@ const noSpansNote = "the events carry %d trace IDs but the recorder kept no span
 	"extension's provider when that is an OpenTelemetry SDK provider (exporters' included); otherwise register " +
 	"Extension.SpanProcessor() on yours"
 
+// IncludeParts makes the bundle hold the bytes of the media parts it
+// refers to: those of the recording in dir (its parts/ directory, "" for
+// none), or found inline in the session snapshot. Call it before
+// SetSession.
+func (b *bundleWriter) IncludeParts(dir string) {
+	b.parts, b.partsDir = true, dir
+	b.inline = map[[32]byte][]byte{}
+}
+
 // SetSession sets the session snapshot (JSON from Agent.SaveSession),
-// redacted structurally.
+// with inline media bytes replaced by their references and redacted
+// structurally.
 func (b *bundleWriter) SetSession(data []byte) error {
+	var found func([32]byte, []byte)
+	if b.parts {
+		found = func(sum [32]byte, raw []byte) { b.inline[sum] = raw }
+	}
+	data, err := sessionRefs(data, b.sums, found)
+	if err != nil {
+		return fmt.Errorf("flight: session snapshot: %w", err)
+	}
 	red, err := b.red.JSON(data)
 	if err != nil {
 		return fmt.Errorf("flight: session snapshot: %w", err)
@@ -409,8 +455,16 @@ func (b *bundleWriter) Close(created time.Time) (*Manifest, error) {
 	for _, a := range b.artifacts {
 		mems = append(mems, mem{a.name, a.data})
 	}
+	if b.parts {
+		m.IncludedArtifacts = true
+		for _, p := range b.partFiles() {
+			mems = append(mems, mem{p.name, p.data})
+		}
+	}
 	for _, x := range mems {
-		redact.CountMarkers(x.data, m.Redaction.Counts)
+		if !strings.HasPrefix(x.name, PartsDir) { // bytes kept as they are
+			redact.CountMarkers(x.data, m.Redaction.Counts)
+		}
 		sum := sha256.Sum256(x.data)
 		m.Members = append(m.Members, Member{Name: x.name, Size: int64(len(x.data)), SHA256: hex.EncodeToString(sum[:])})
 	}
@@ -448,6 +502,56 @@ func (b *bundleWriter) Close(created time.Time) (*Manifest, error) {
 	return m, nil
 }
 
+// partFiles returns the part members of the bundle: the bytes of each
+// part its events, spans and session refer to, once, in the order of
+// first reference. The parts it cannot hold go into the manifest's
+// MissingParts.
+func (b *bundleWriter) partFiles() []artifactFile {
+	var out []artifactFile
+	seen := map[[32]byte]bool{}
+	add := func(sum [32]byte) {
+		if seen[sum] {
+			return
+		}
+		seen[sum] = true
+		data, why := b.partBytes(sum)
+		if why != "" {
+			b.m.MissingParts = append(b.m.MissingParts, MissingPart{URI: partref.URI(sum), Reason: why})
+			return
+		}
+		out = append(out, artifactFile{name: PartMemberName(sum), data: data})
+	}
+	scanRefs(b.events.Bytes(), add)
+	scanRefs(b.spans, add)
+	scanRefs(b.session, add)
+	return out
+}
+
+// partBytes returns the bytes of the part sum, or why the bundle cannot
+// hold them.
+func (b *bundleWriter) partBytes(sum [32]byte) ([]byte, string) {
+	if data, ok := b.inline[sum]; ok {
+		return data, ""
+	}
+	if b.partsDir == "" {
+		return nil, "the recorder kept no copy"
+	}
+	data, err := readRegular(filepath.Join(b.partsDir, filepath.FromSlash(PartMemberName(sum))), MaxArtifactBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "the recording holds no copy (the recorder keeps the bytes of media parts with WithIncludeArtifacts, within WithArtifactLimit)"
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, "the recording's copy cannot be read: " + err.Error()
+	case sha256.Sum256(data) != sum:
+		return nil, "the recording's copy is damaged: its SHA-256 differs"
+	}
+	return data, ""
+}
+
 // validMemberName reports whether name is a clean relative slash path
 // without "..", backslashes or NUL.
 func validMemberName(name string) bool {
@@ -474,9 +578,12 @@ type ReadOptions struct {
 	MaxTotalBytes int64
 	// MaxMembers caps the number of members. Default 10,000.
 	MaxMembers int
-	// KeepArtifacts keeps artifact contents in memory; by default they are
-	// only hashed.
+	// KeepArtifacts keeps the contents of artifacts and media parts in
+	// memory; by default they are only hashed.
 	KeepArtifacts bool
+	// Keep, if set, keeps in memory the artifact and part members for
+	// which it returns true, besides KeepArtifacts.
+	Keep func(name string) bool
 }
 
 func (o *ReadOptions) defaults() {
@@ -549,7 +656,8 @@ func ReadBundle(r io.Reader, opts ReadOptions) (*Bundle, error) {
 		seen[name] = true
 		total += hdr.Size
 		h := sha256.New()
-		keep := name == ManifestName || !strings.HasPrefix(name, ArtifactsDir) || opts.KeepArtifacts
+		keep := name == ManifestName || !strings.HasPrefix(name, ArtifactsDir) && !strings.HasPrefix(name, PartsDir) ||
+			opts.KeepArtifacts || opts.Keep != nil && opts.Keep(name)
 		var buf bytes.Buffer
 		var w io.Writer = h
 		if keep {
@@ -643,10 +751,63 @@ func (b *Bundle) Verify() error {
 			probs = append(probs, Problem{ExecutionTraceName, err.Error()})
 		}
 	}
+	probs = append(probs, b.verifyParts()...)
 	if len(probs) > 0 {
 		return &VerifyError{Problems: probs}
 	}
 	return nil
+}
+
+// verifyParts checks the media parts: each part member's SHA-256 must be
+// the one its name says and, in a bundle made with its artifacts, each
+// part reference of the events, spans and session must have its member,
+// unless the manifest names it missing.
+func (b *Bundle) verifyParts() []Problem {
+	var probs []Problem
+	present := map[string]bool{}
+	for _, m := range b.Members {
+		if !strings.HasPrefix(m.Name, PartsDir) {
+			continue
+		}
+		present[m.Name] = true
+		sum, ok := ParsePartMemberName(m.Name)
+		switch {
+		case !ok:
+			probs = append(probs, Problem{m.Name, "not a part name (parts/sha256-<64 hex digits>)"})
+		case !strings.EqualFold(m.SHA256, hexSum32(sum)):
+			probs = append(probs, Problem{m.Name, fmt.Sprintf("content has sha256 %s, not the one its name says", m.SHA256)})
+		}
+	}
+	if !b.Manifest.IncludedArtifacts {
+		return probs
+	}
+	declared := map[string]bool{}
+	for _, mp := range b.Manifest.MissingParts {
+		declared[mp.URI] = true
+	}
+	reported := map[[32]byte]bool{}
+	for _, member := range []string{EventsName, SpansName, SessionName} {
+		scanRefs(b.data[member], func(sum [32]byte) {
+			name := PartMemberName(sum)
+			if present[name] || reported[sum] || declared[partref.URI(sum)] {
+				return
+			}
+			reported[sum] = true
+			probs = append(probs, Problem{name, "referenced by " + member + " but not in the bundle"})
+		})
+	}
+	return probs
+}
+
+// Parts returns the names of the media part members, in order.
+func (b *Bundle) Parts() []string {
+	var names []string
+	for _, m := range b.Members {
+		if strings.HasPrefix(m.Name, PartsDir) {
+			names = append(names, m.Name)
+		}
+	}
+	return slices.Clip(names)
 }
 
 // Member returns the contents of a member kept in memory.

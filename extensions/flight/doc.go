@@ -69,6 +69,49 @@
 // and never deleted. Close the agent to flush the journal and stop the
 // goroutines.
 //
+// # Media parts
+//
+// Events name the media parts with inline bytes (images, documents,
+// audio) by reference, never by their bytes: [Event].Parts holds each
+// part's type, MIME type, name (redacted), size and URI,
+// "artifact:sha256:<hex>" (the SHA-256 of the bytes, the reference the
+// tracing extension records in spans too). A model_request names the
+// parts of the messages it sent that no earlier event of the run named
+// (the user message's parts appear there: run_start holds its text); a
+// model_response and a tool_result name their own parts. The session
+// snapshot names them the same way: each inline part's base64 "data" is
+// replaced by "uri" and "size" before the snapshot is written (and in
+// bundles, whatever recorder wrote the snapshot), so a 5 MiB image costs
+// the journal and session.json about a hundred bytes.
+//
+// With [WithIncludeArtifacts] the recorder also keeps the bytes, so that a
+// bundle can hold them after the process is gone. The hook only queues
+// the part (its own bytes, which the conversation holds anyway: no copy);
+// the snapshotter writes each part once, content-addressed, to
+// <recording>/parts/sha256-<hex> (mode 0600), through a temporary file
+// renamed into place, so a part file is whole or absent; a turn's
+// completion writes its parts before it returns, and a kill loses at most
+// the parts of the last milliseconds. The bytes are checked against the
+// digest when written. Parts share the recording's artifact limit
+// ([WithArtifactLimit]) with the artifact copies: to make room, the parts
+// named least recently are deleted first ([Stats].PartsEvicted); a part
+// that cannot fit is not kept ([Stats].PartsSkipped). The part store is
+// part of the recording: it counts in [WithRecordingLimits] and goes with
+// the recording when that is evicted, and a process that records the same
+// session again adopts it. Without [WithIncludeArtifacts] no part byte is
+// written anywhere.
+//
+// A bundle made with its artifacts (automatic and explicit bundles of a
+// recorder with [WithIncludeArtifacts], [ExportOptions].IncludeArtifacts)
+// holds under [PartsDir] the bytes of every part that its events, spans
+// and session refer to, once each (parts/sha256-<hex>), as they are: part
+// bytes are not redacted. It says so in [Manifest].IncludedArtifacts, and
+// names in [Manifest].MissingParts each part it cannot hold, with the
+// reason. A bundle made without its artifacts holds no part byte.
+// [Bundle.Verify] checks that each part member's SHA-256 is the one its
+// name says and, in a bundle made with its artifacts, that each reference
+// has its member or is named missing.
+//
 // # Spans
 //
 // [Extension.SpanProcessor] is an OpenTelemetry SDK span processor that
@@ -93,7 +136,8 @@
 // format version, times, agent, run and session IDs, counts by kind,
 // SHA-256 and size of every other member, redaction summary, missing
 // artifacts with the reason), events.jsonl, spans.json, session.json and,
-// only when asked, artifacts/<extension>/<name>. Automatic bundles are
+// only when asked, artifacts/<extension>/<name> and the media parts'
+// bytes, parts/sha256-<hex> (see Media parts). Automatic bundles are
 // written by a background goroutine from copies taken when the trigger
 // fires, so a failed run does not wait for its bundle; they are limited to
 // [WithIncidentRate] (10 a minute by default; the others are counted in

@@ -79,6 +79,12 @@ type Event struct {
 	Size int `json:"size,omitempty"`
 	// Truncated says that Text is a prefix of the text.
 	Truncated bool `json:"truncated,omitempty"`
+	// Parts names the media parts with inline bytes that the event saw,
+	// by reference, never by their bytes: those of the messages a model
+	// request sent that no earlier event of the run named (the user
+	// message's among them), those of a model response, and those of a
+	// tool result.
+	Parts []PartRef `json:"parts,omitempty"`
 
 	Error     string `json:"error,omitempty"`
 	ErrorType string `json:"error_type,omitempty"`
@@ -168,6 +174,9 @@ func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 	dst = appendInt(dst, `,"size":`, int64(e.Size))
 	if e.Truncated {
 		dst = append(dst, `,"truncated":true`...)
+	}
+	if len(e.Parts) > 0 {
+		dst = appendParts(dst, e.Parts, red)
 	}
 	dst = appendStr(dst, `,"error":`, e.Error, red)
 	dst = appendStr(dst, `,"error_type":`, e.ErrorType, nil)

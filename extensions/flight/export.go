@@ -25,7 +25,10 @@ type ExportOptions struct {
 	// artifact index: the recorder's own copies (see WithIncludeArtifacts),
 	// or, for an index without copies, the original files if they still
 	// exist unchanged. Those that cannot be included are named with the
-	// reason in the manifest (see [Manifest.Missing]).
+	// reason in the manifest (see [Manifest.Missing]). It also includes,
+	// under [PartsDir], the bytes of every media part the bundle refers
+	// to that the recording kept (or that an older session snapshot holds
+	// inline); the others are named in [Manifest].MissingParts.
 	IncludeArtifacts bool
 	// Artifacts are more files to include with IncludeArtifacts, besides
 	// the recording's index: each under artifacts/<Name>, checked against
@@ -66,6 +69,9 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 		opts.Now = time.Now()
 	}
 	bw := newBundleWriter(w, opts.Redactor)
+	if opts.IncludeArtifacts {
+		bw.IncludeParts(dir)
+	}
 	var agent, session string
 	if info, err := recording.ReadInfo(dir); err == nil {
 		agent, session = info.Agent, info.SessionID

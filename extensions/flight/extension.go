@@ -114,6 +114,19 @@ type Extension struct {
 	artKept   atomic.Uint64
 	artSkip   atomic.Uint64
 
+	// Media parts (parts.go, partstore.go): the hot path's tracker, and
+	// the part store, guarded by artMu.
+	parts        partTracker
+	partsDirty   atomic.Bool
+	partFiles    map[[32]byte]int64 // stored parts and their sizes
+	partBytes    int64
+	partsScanned bool
+	partKept     atomic.Uint64
+	partSkip     atomic.Uint64
+	partEvict    atomic.Uint64
+	partFail     atomic.Uint64
+	sums         *sumCache // of the session snapshots' inline bytes
+
 	// Incident bundles (incident.go).
 	bundleQ    chan *bundleJob
 	bundleStop chan struct{}
@@ -191,6 +204,8 @@ func New(opts ...Option) *Extension {
 		snapStop:   make(chan struct{}),
 		snapDone:   make(chan struct{}),
 		kept:       map[string]*indexedArtifact{},
+		partFiles:  map[[32]byte]int64{},
+		sums:       newSumCache(),
 		bundleQ:    make(chan *bundleJob, bundleQueue),
 		bundleStop: make(chan struct{}),
 		bundleDone: make(chan struct{}),
@@ -304,6 +319,7 @@ func (x *Extension) OnTurnComplete(ctx context.Context, ec *harness.ExtensionCon
 	ctx = context.WithoutCancel(ctx)
 	if x.cfg.includeArtifacts {
 		x.syncArtifacts(ctx)
+		x.syncParts()
 	}
 	if time.Duration(x.sessTook.Load()) < syncSessionBudget && x.turnSnapshotDue() {
 		x.snapshotSession(ctx)
@@ -398,6 +414,13 @@ type Stats struct {
 	// ArtifactsSkipped those not made because of [WithArtifactLimit].
 	ArtifactsKept    uint64
 	ArtifactsSkipped uint64
+	// PartsKept counts the media parts whose bytes were stored in the
+	// recording (each once); PartsSkipped those not stored (larger than
+	// what the artifact limit leaves, or a failed write); PartsEvicted
+	// those deleted to make room for newer ones.
+	PartsKept    uint64
+	PartsSkipped uint64
+	PartsEvicted uint64
 }
 
 // Stats returns the recorder's counters.
@@ -411,6 +434,7 @@ func (x *Extension) Stats() Stats {
 	}
 	s.IncidentsSuppressed = x.suppressed.Load()
 	s.ArtifactsKept, s.ArtifactsSkipped = x.artKept.Load(), x.artSkip.Load()
+	s.PartsKept, s.PartsSkipped, s.PartsEvicted = x.partKept.Load(), x.partSkip.Load(), x.partEvict.Load()
 	return s
 }
 
@@ -454,6 +478,9 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 			if !r.PrefixKey.Key.IsZero() {
 				e.prefix, e.hasPrefix = r.PrefixKey.Key, true
 			}
+			for i := range r.Messages {
+				x.noteParts(&e, ev.RunID, false, r.Messages[i].Content)
+			}
 		}
 	case harness.EventModelRequestEnd:
 		e.Kind = KindModelResponse
@@ -467,6 +494,7 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 			}
 			e.Provider, e.ResponseID, e.StopReason = r.Provider, r.ID, string(r.StopReason)
 			setUsage(&e, r.Usage)
+			x.noteParts(&e, ev.RunID, true, r.Message.Content)
 		}
 		x.setErr(&e, ev.Err)
 		x.sessionDirty.Store(true)
@@ -486,6 +514,7 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 		if r != nil {
 			e.Status = string(r.Status)
 			x.setText(&e, r.Content)
+			x.noteParts(&e, ev.RunID, true, r.Parts)
 		}
 		x.sessionDirty.Store(true)
 		x.record(&e)
@@ -516,6 +545,9 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 		return nil
 	}
 	x.record(&e)
+	if len(e.Parts) > 0 && x.partsDirty.Load() {
+		x.kickSnapshot()
+	}
 	return nil
 }
 

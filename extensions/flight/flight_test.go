@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(windowChildEnv) != "" {
 		os.Exit(runWindowChild())
 	}
+	if os.Getenv(partsChildEnv) != "" {
+		os.Exit(runPartsChild())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -253,6 +253,11 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 		}
 	}()
 	bw := newBundleWriter(f, x.red)
+	bw.sums = x.sums
+	if x.cfg.includeArtifacts {
+		x.syncParts()
+		bw.IncludeParts(dir)
+	}
 	for _, line := range job.lines {
 		e, perr := ParseEvent(line)
 		if perr == nil && (job.runID == "" || e.RunID == job.runID) {

@@ -49,7 +49,8 @@ type Option func(*config)
 //   - the built-in redaction rules;
 //   - a span buffer of 2048 spans;
 //   - session and span snapshots at most once a second;
-//   - artifact copies ([WithIncludeArtifacts]) up to 256 MiB a recording;
+//   - artifact copies and media parts ([WithIncludeArtifacts]) up to
+//     256 MiB a recording;
 //   - automatic incident bundles: at most 10 a minute; at most 100
 //     bundles and 1 GiB in a recording's incidents directory;
 //   - at most 50 recordings and 2 GiB under the root directory;
@@ -124,15 +125,20 @@ func WithTriggers(ts ...Trigger) Option {
 // recording, under artifacts/<extension>/<name> (a hard link when the
 // file is on the same file system, else a copy), with an index
 // (artifacts.json), so that [ExportJournal] and flightrec include them
-// after a crash or after the extension removed its files. See
-// [WithArtifactLimit].
+// after a crash or after the extension removed its files. It also keeps
+// the bytes of the media parts the agent sent and received, once each,
+// under parts/sha256-<hex>, and bundles then hold them (see Media parts
+// in the package documentation). See [WithArtifactLimit].
 func WithIncludeArtifacts(on bool) Option { return func(c *config) { c.includeArtifacts = on } }
 
-// WithArtifactLimit caps the bytes of the artifact copies a recording
-// keeps (default [DefaultArtifactBytes]). Past the cap, new artifacts are
-// not copied: the index names them with the reason, exports list them as
-// missing, and Stats counts them in ArtifactsSkipped. The copies already
-// kept stay.
+// WithArtifactLimit caps the bytes of the artifact copies and media parts
+// a recording keeps (default [DefaultArtifactBytes]). To make room for a
+// new artifact or part, the media parts named least recently are deleted
+// (Stats.PartsEvicted). Past the cap, new artifacts are not copied: the
+// index names them with the reason, exports list them as missing, and
+// Stats counts them in ArtifactsSkipped; the artifact copies already kept
+// stay. A part that does not fit is not kept (Stats.PartsSkipped), and
+// exports name it in the manifest's MissingParts.
 func WithArtifactLimit(maxBytes int64) Option { return func(c *config) { c.artifactBytes = maxBytes } }
 
 // WithIncidentRate limits automatic incident bundles (the triggers of

@@ -3,6 +3,7 @@ package flight
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,7 +16,8 @@ func FuzzParseEvent(f *testing.F) {
 		RunID: "r", Step: 2, Attempt: 3, TraceID: "t", SpanID: "p", Status: "ok", Duration: 5, Model: "m", Provider: "pr", ResponseID: "id",
 		StopReason: "end_turn", Messages: 3, Prefix: "ab", InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3,
 		CacheCreationTokens: 4, ReasoningTokens: 5, Tool: "t", CallID: "c", Text: "héllo\n\"x\"\t\u2028", Size: 9, Truncated: true,
-		Error: "e", ErrorType: "*x", Extension: "x", Op: "o", FailedEvent: "run_start", Reason: "why", Path: "/p"}
+		Error: "e", ErrorType: "*x", Extension: "x", Op: "o", FailedEvent: "run_start", Reason: "why", Path: "/p",
+		Parts: []PartRef{{Type: "image", MIME: "image/png", Name: "a<b>.png", URI: "artifact:sha256:" + strings.Repeat("ab", 32), Size: 12}, {Type: "audio", URI: "x"}}}
 	f.Add(string(appendEvent(nil, &full, nil)))
 	f.Add(`{"seq":1,"time":"2026-11-30T12:00:00Z","kind":"run_start"}`)
 	f.Add(`{"SEQ":1,"kind":"x","kind":"y","step":-0,"truncated":false}`)
@@ -80,5 +82,27 @@ func TestAttemptRoundTrip(t *testing.T) {
 	want, _ := json.Marshal(&e)
 	if string(want)+"\n" != string(line) {
 		t.Errorf("appendEvent\n%s\nencoding/json\n%s", line, want)
+	}
+}
+
+// TestPartsRoundTrip checks that the encoder writes an event's parts as
+// encoding/json does and that ParseEvent reads them back.
+func TestPartsRoundTrip(t *testing.T) {
+	e := Event{Seq: 1, Time: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC), Kind: KindModelRequest, RunID: "r",
+		Parts: []PartRef{{Type: "image", MIME: "image/png", Name: "cat.png", URI: "artifact:sha256:" + strings.Repeat("0f", 32), Size: 5 << 20},
+			{Type: "document", URI: "artifact:sha256:" + strings.Repeat("a1", 32)}}}
+	line := appendEvent(nil, &e, nil)
+	want, _ := json.Marshal(&e)
+	if string(want)+"\n" != string(line) {
+		t.Errorf("appendEvent\n%s\nencoding/json\n%s", line, want)
+	}
+	back, err := ParseEvent(line)
+	if err != nil || !reflect.DeepEqual(back.Parts, e.Parts) {
+		t.Fatalf("ParseEvent: %+v %v", back.Parts, err)
+	}
+	red := NewRedactor(nil)
+	e.Parts[0].Name = "sk-ant-api03-" + strings.Repeat("x", 40) + ".png"
+	if line := appendEvent(nil, &e, red); strings.Contains(string(line), "api03") {
+		t.Errorf("part name not redacted: %s", line)
 	}
 }

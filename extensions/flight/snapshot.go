@@ -67,6 +67,9 @@ func (x *Extension) snapshotter() {
 		case <-x.snapStop:
 			// The other extensions are torn down and the agent is closed:
 			// only the spans can still be read.
+			if x.cfg.includeArtifacts {
+				x.syncParts()
+			}
 			if x.spansDirty.Swap(false) || x.spansLogBytes > 0 {
 				x.compactSpans(ctx)
 			}
@@ -74,6 +77,9 @@ func (x *Extension) snapshotter() {
 		}
 		if x.cfg.includeArtifacts && x.artifactsDirty.Load() {
 			x.syncArtifacts(ctx)
+		}
+		if x.cfg.includeArtifacts && x.partsDirty.Load() {
+			x.syncParts()
 		}
 		next := time.Duration(-1)
 		need := func(w time.Duration) {
@@ -163,12 +169,23 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 		}
 		return
 	}
-	red, err := x.red.JSON(data)
+	var found func([32]byte, []byte)
+	if x.cfg.includeArtifacts {
+		found = x.queueSessionPart
+	}
+	data, err = sessionRefs(data, x.sums, found)
+	var red []byte
+	if err == nil {
+		red, err = x.red.JSON(data)
+	}
 	if err == nil {
 		err = writeFileAtomic(filepath.Join(x.dir, recording.SessionSnapshot), red)
 	}
 	if err != nil {
 		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
+	}
+	if x.partsDirty.Load() {
+		x.kickSnapshot()
 	}
 	x.sessTook.Store(int64(time.Since(time.Unix(0, x.sessAt.Load()))))
 }
@@ -328,7 +345,7 @@ func (x *Extension) syncArtifacts(ctx context.Context) {
 		switch {
 		case !validMemberName(ArtifactsDir + name):
 			ent.Missing = "invalid name"
-		case x.keptBytes+a.Size > x.cfg.artifactBytes:
+		case !x.makeRoomLocked(a.Size):
 			ent.Missing = fmt.Sprintf("not copied: the recording's artifact limit of %d bytes was reached", x.cfg.artifactBytes)
 			x.artSkip.Add(1)
 		default:

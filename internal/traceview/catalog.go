@@ -42,6 +42,8 @@ type Catalog struct {
 	Incidents []Incident
 	// Problems describe files that could not be read; they are skipped.
 	Problems []string
+
+	parts map[[32]byte][]string // bundles holding each media part
 }
 
 // FindRun returns the run whose ID, trace ID or key (see [Run.Key]) is
@@ -61,7 +63,7 @@ func (c *Catalog) FindRun(id string) (*Run, bool) {
 // runs (a span found in several places counts once), and the list of
 // incident bundles. Unreadable files are reported in Problems.
 func Load(src Sources) *Catalog {
-	c := &Catalog{}
+	c := &Catalog{parts: map[[32]byte][]string{}}
 	var spans []*Span
 	for _, p := range src.TraceFiles {
 		ss, st, err := ReadTraceFile(p)
@@ -87,9 +89,12 @@ func Load(src Sources) *Catalog {
 			spans = append(spans, ss...)
 			for _, inc := range incidents(rec) {
 				c.Incidents = append(c.Incidents, inc)
-				ss, _, err := ReadBundle(inc.Path)
+				ss, b, err := ReadBundle(inc.Path)
 				if err != nil {
 					c.Problems = append(c.Problems, err.Error())
+				}
+				if b != nil {
+					bundleParts(c.parts, inc.Path, b)
 				}
 				spans = append(spans, ss...)
 			}

@@ -50,4 +50,20 @@
 // Security Policy. Attribute values larger than a cap (64 KiB by default)
 // are cut, with their full size reported. The handler reads the sources
 // again when their files change, so new runs appear on reload.
+//
+// Media parts (images, documents, audio) are named by reference,
+// "artifact:sha256:<hex>": in span attributes as GenAI uri parts (the
+// tracing extension's gen_ai.input.messages and the like) and in incident
+// events (flight's Event.Parts). The page shows a part whose MIME type is
+// image/png, image/jpeg, image/gif or image/webp as a thumbnail, an <img>
+// built with DOM calls whose address the page derives from the digest
+// alone, and any other part (image/svg+xml included) as a download link.
+// The handler serves the bytes at /parts/sha256-<hex>, looked up in the
+// recordings (<recording>/parts/) and incident bundles of the flight
+// directories and checked against the digest; it sets the type itself:
+// the claimed image type only when the bytes sniff as that type
+// (http.DetectContentType), 415 when they do not, and otherwise
+// application/octet-stream with Content-Disposition: attachment, always
+// with X-Content-Type-Options: nosniff and the policy default-src 'none';
+// img-src 'self'; sandbox. Nothing a part holds can run in the page.
 package traceview

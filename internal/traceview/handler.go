@@ -51,9 +51,21 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 //	GET /api/runs                      runs (summaries), incidents, problems
 //	GET /api/runs/{key}                one run's spans with their attributes
 //	GET /api/incidents/{recording}/{name}  a bundle's manifest and events
+//	GET /parts/sha256-{hex}[?type=MIME]    a media part's bytes (see below)
 //
 // Every response carries a strict Content-Security-Policy and
 // X-Content-Type-Options: nosniff. The handler is safe for concurrent use.
+//
+// A media part is served by the SHA-256 of its bytes, from a recording's
+// copy (<recording>/parts/sha256-<hex>) or an incident bundle's member
+// under the flight directories, after checking the bytes against the
+// digest. With type image/png, image/jpeg, image/gif or image/webp, and
+// bytes whose sniffed type (http.DetectContentType) is that type, it is
+// served as that type; with one of those types and other bytes the answer
+// is 415; with any other type (image/svg+xml included) or none it is
+// served as application/octet-stream with Content-Disposition: attachment.
+// Parts carry their own policy: default-src 'none'; img-src 'self';
+// sandbox.
 func Handler(opts HandlerOptions) http.Handler {
 	if opts.MaxAttrBytes <= 0 {
 		opts.MaxAttrBytes = DefaultMaxAttrBytes
@@ -69,6 +81,7 @@ func Handler(opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /api/runs", h.runs)
 	mux.HandleFunc("GET /api/runs/{key}", h.run)
 	mux.HandleFunc("GET /api/incidents/{recording}/{name}", h.incident)
+	mux.HandleFunc("GET /parts/{name}", h.part)
 	return h.secure(mux)
 }
 

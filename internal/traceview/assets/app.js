@@ -112,6 +112,92 @@
     return box;
   }
 
+  // Media parts are named by reference, "artifact:sha256:<hex>". An
+  // allow-listed image shows as a thumbnail: an <img> whose address the
+  // viewer builds from the digest alone (the server checks the bytes
+  // against it and against the type, and sets the type itself); any other
+  // part is a download link. No part data ever becomes markup.
+  const PART_REF = /^artifact:sha256:([0-9a-f]{64})$/;
+  const PART_REFS = /artifact:sha256:([0-9a-f]{64})(?![0-9a-fA-F])/g;
+  const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+  function partURL(hex, type) {
+    return "/parts/sha256-" + hex + (type ? "?type=" + encodeURIComponent(type) : "");
+  }
+
+  // partView shows one part {uri, mime_type, type or modality, size}, or
+  // returns null when its uri is not a part reference.
+  function partView(p) {
+    const m = PART_REF.exec(String(p.uri || ""));
+    if (!m) return null;
+    const hex = m[1];
+    const mime = typeof p.mime_type === "string" ? p.mime_type : "";
+    const fig = el("figure", "part");
+    fig.dataset.ref = "artifact:sha256:" + hex;
+    if (IMAGE_TYPES.includes(mime)) {
+      const img = document.createElement("img");
+      img.className = "thumb";
+      img.alt = mime + " sha256:" + hex.slice(0, 12);
+      img.src = partURL(hex, mime);
+      img.addEventListener("error", () => {
+        fig.classList.add("broken");
+        fig.appendChild(el("p", "note", "not shown: no intact copy of these bytes, or they are not " + mime));
+      });
+      const link = el("a", "", null, [img]);
+      link.href = partURL(hex, mime);
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      fig.appendChild(link);
+    } else {
+      const a = el("a", "download", "download " + (mime || "part"));
+      a.href = partURL(hex, "");
+      a.download = "sha256-" + hex;
+      fig.appendChild(a);
+    }
+    const kind = typeof p.type === "string" && p.type !== "uri" ? p.type : (typeof p.modality === "string" ? p.modality : "part");
+    const size = Number(p.size) > 0 ? fmtInt(p.size) + " bytes" : "";
+    fig.appendChild(el("figcaption", "", [kind, mime || "no type", size, "sha256:" + hex.slice(0, 12) + "…"].filter(Boolean).join(" · ")));
+    return fig;
+  }
+
+  // partsIn collects the objects of a decoded JSON value whose uri is a
+  // part reference.
+  function partsIn(v, out, depth) {
+    if (depth > 32 || v === null || typeof v !== "object") return out;
+    if (Array.isArray(v)) {
+      for (const e of v) partsIn(e, out, depth + 1);
+      return out;
+    }
+    if (typeof v.uri === "string" && PART_REF.test(v.uri)) out.push(v);
+    for (const k of Object.keys(v)) partsIn(v[k], out, depth + 1);
+    return out;
+  }
+
+  // partsOfText finds the parts of an attribute value: from its JSON
+  // when it parses, else (a cut value) the bare references, without types.
+  function partsOfText(text) {
+    try {
+      return partsIn(JSON.parse(text), [], 0);
+    } catch (e) {
+      const out = [];
+      for (const m of String(text).matchAll(PART_REFS)) out.push({ uri: "artifact:sha256:" + m[1] });
+      return out;
+    }
+  }
+
+  // partsBlock shows parts, each reference once; null when there is none.
+  function partsBlock(parts) {
+    const box = el("div", "parts");
+    const seen = new Set();
+    for (const p of parts) {
+      if (seen.has(p.uri)) continue;
+      seen.add(p.uri);
+      const v = partView(p);
+      if (v) box.appendChild(v);
+    }
+    return box.firstChild ? box : null;
+  }
+
   function kvTable(rows) {
     const t = el("table", "kv");
     const body = el("tbody");
@@ -182,6 +268,8 @@
       const a = attr(span, key);
       if (!a) continue;
       p.appendChild(el("h3", "", title));
+      const parts = partsBlock(partsOfText(a.value));
+      if (parts) p.appendChild(parts);
       p.appendChild(valueBlock(a));
     }
 
@@ -299,8 +387,11 @@
     for (const e of data.events) {
       const detail = [e.status, e.model, e.tool, e.call_id, e.text, e.error ? "error: " + e.error : ""].filter(Boolean).join("  ");
       const failed = !!e.error || e.status === "failed" || e.kind === "error";
+      const cell = el("td", "", detail);
+      const parts = Array.isArray(e.parts) ? partsBlock(e.parts) : null;
+      if (parts) cell.appendChild(parts);
       body.appendChild(el("tr", failed ? "failed" : "", null, [
-        el("td", "", fmtTime(e.time)), el("td", "", e.kind), el("td", "num", e.step || ""), el("td", "", detail)]));
+        el("td", "", fmtTime(e.time)), el("td", "", e.kind), el("td", "num", e.step || ""), cell]));
     }
     t.appendChild(body);
     box.appendChild(t);

@@ -291,6 +291,9 @@ func detail(e *flight.Event) string {
 	case flight.KindIncident:
 		add("bundle %s (%s)", e.Path, e.Reason)
 	}
+	for _, p := range e.Parts {
+		add("%s %s %s (%d bytes)", p.Type, p.MIME, p.URI, p.Size)
+	}
 	if e.Error != "" {
 		add("error: %s", e.Error)
 	}
