@@ -69,7 +69,7 @@ func Example() {
 	//   chat claude-sonnet-5-5 (llm)
 	//   execute_tool weather (tool)
 	//   chat claude-sonnet-5-5 (llm)
-	// {Runs:1 ModelRequests:2 ToolCalls:1 Errors:0 Redacted:0 Truncated:0 TruncatedBytes:0}
+	// {Runs:1 ModelRequests:2 ToolCalls:1 Errors:0 Redacted:0 Truncated:0 TruncatedBytes:0 UploadErrors:0}
 }
 
 // Content capture can be turned off, and what is captured can be redacted.

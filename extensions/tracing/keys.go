@@ -64,6 +64,10 @@ const (
 
 	// KeyToolStatus is the tool call's harness.ToolStatus.
 	KeyToolStatus = attribute.Key("harnessx.tool.status")
+	// KeyToolCallResultParts is the JSON list, in the GenAI parts schema,
+	// of the parts a tool returned after its text (harness.ToolResult.Parts):
+	// text, and media as blob, uri or file parts. Captured content.
+	KeyToolCallResultParts = attribute.Key("harnessx.tool.call.result.parts")
 
 	// KeyPrompt and KeyCompletion are the older GenAI keys that LangSmith's
 	// OTel ingestion documents as a run's inputs and outputs; the extension
