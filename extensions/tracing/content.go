@@ -648,7 +648,9 @@ func appendToolDefs(b []byte, defs []harness.ToolDefinition, full bool) []byte {
 	return append(b, ']')
 }
 
-// appendUsage appends langsmith.usage_metadata.
+// appendUsage appends langsmith.usage_metadata; the audio and image
+// input tokens (LangSmith's input_token_details take audio and other
+// keys) when the provider reported them.
 func appendUsage(b []byte, u *harness.Usage) []byte {
 	b = append(b, `{"input_tokens":`...)
 	b = strconv.AppendInt(b, u.InputTokens, 10)
@@ -660,6 +662,14 @@ func appendUsage(b []byte, u *harness.Usage) []byte {
 	b = strconv.AppendInt(b, u.CacheReadInputTokens, 10)
 	b = append(b, `,"cache_creation":`...)
 	b = strconv.AppendInt(b, u.CacheCreationInputTokens, 10)
+	if u.AudioInputTokens != 0 {
+		b = append(b, `,"audio":`...)
+		b = strconv.AppendInt(b, u.AudioInputTokens, 10)
+	}
+	if u.ImageInputTokens != 0 {
+		b = append(b, `,"image":`...)
+		b = strconv.AppendInt(b, u.ImageInputTokens, 10)
+	}
 	b = append(b, `},"output_token_details":{"reasoning":`...)
 	b = strconv.AppendInt(b, u.ReasoningTokens, 10)
 	return append(b, '}', '}')

@@ -148,6 +148,7 @@ func (e *Extension) endRun(ctx context.Context, span trace.Span, r *recorder, in
 		semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheCreationInputTokens)),
 		semconv.GenAIUsageReasoningOutputTokens(int(u.ReasoningTokens)),
 	)
+	r.kvs = appendMediaUsage(r.kvs, u)
 	switch res.Status {
 	case harness.StatusCompleted:
 		if e.cfg.capture {
@@ -345,6 +346,7 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 			semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheCreationInputTokens)),
 			semconv.GenAIUsageReasoningOutputTokens(int(u.ReasoningTokens)),
 		)
+		r.kvs = appendMediaUsage(r.kvs, u)
 		b := e.getBuf()
 		*b = appendUsage(*b, u)
 		r.kvs = append(r.kvs, KeyLangSmithUsage.String(string(*b)))
@@ -390,6 +392,18 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n), semconv.GenAIRequestModel(reqModel))
 	}
 	span.SetAttributes(r.finish()...)
+}
+
+// appendMediaUsage appends the image and audio input tokens of u, when
+// the provider reported them.
+func appendMediaUsage(kvs []attribute.KeyValue, u *harness.Usage) []attribute.KeyValue {
+	if u.ImageInputTokens != 0 {
+		kvs = append(kvs, KeyUsageImageInputTokens.Int64(u.ImageInputTokens))
+	}
+	if u.AudioInputTokens != 0 {
+		kvs = append(kvs, KeyUsageAudioInputTokens.Int64(u.AudioInputTokens))
+	}
+	return kvs
 }
 
 // finishReasons returns gen_ai.response.finish_reasons for one reason,

@@ -13,12 +13,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/harnessx/harnessx/extensions/tracing"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
+	"github.com/harnessx/harnessx/pricing"
 )
 
 // The media of the tests. The image bytes hold a secret of their own:
@@ -484,6 +487,112 @@ func TestPartUploader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestImageTokens: image and audio input tokens that the provider reports
+// are on the chat and agent spans and in langsmith.usage_metadata, as
+// parts of the input tokens, and the cost prices the input tokens, images
+// included, at the input price: the table has no separate image price.
+func TestImageTokens(t *testing.T) {
+	const model = "gpt-4o"
+	price, ok := pricing.Default().Lookup(model)
+	if !ok {
+		t.Fatalf("no price for %s", model)
+	}
+	u := harness.Usage{InputTokens: 1500, OutputTokens: 20, ImageInputTokens: 1105, AudioInputTokens: 40}
+	tp, sr := recorderTP(t)
+	ext := tracing.New(tracing.WithTracerProvider(tp))
+	a := newAgentExt(t, ext, []harnesstest.Response{{Text: "a cat", Usage: u}}, harness.WithModel(model))
+	if _, err := a.RunMessage(context.Background(), harness.UserParts(harness.Text("what is it?"), harness.ImagePart(userPNG, "image/png"))); err != nil {
+		t.Fatal(err)
+	}
+	all := spans(sr)
+	chat := byName(all, "chat "+model)[0]
+	run := byName(all, "invoke_agent weatherbot")[0]
+	for _, s := range []sdktrace.ReadOnlySpan{chat, run} {
+		a := attrs(s)
+		if a[semconv.GenAIUsageInputTokensKey].AsInt64() != 1500 || a[tracing.KeyUsageImageInputTokens].AsInt64() != 1105 ||
+			a[tracing.KeyUsageAudioInputTokens].AsInt64() != 40 {
+			t.Errorf("%s: input %v, image %v, audio %v", s.Name(), a[semconv.GenAIUsageInputTokensKey].Emit(),
+				a[tracing.KeyUsageImageInputTokens].Emit(), a[tracing.KeyUsageAudioInputTokens].Emit())
+		}
+		want := 1500*price.Input*1e-6 + 20*price.Output*1e-6
+		if got := a["harnessx.cost.usd"].AsFloat64(); !near(got, want) {
+			t.Errorf("%s: cost %v, want %v (every input token at the input price)", s.Name(), got, want)
+		}
+	}
+	var lu struct {
+		InputTokens int64            `json:"input_tokens"`
+		Details     map[string]int64 `json:"input_token_details"`
+	}
+	if err := json.Unmarshal([]byte(str(chat, tracing.KeyLangSmithUsage)), &lu); err != nil {
+		t.Fatal(err)
+	}
+	if lu.InputTokens != 1500 || lu.Details["image"] != 1105 || lu.Details["audio"] != 40 {
+		t.Errorf("langsmith.usage_metadata = %s", str(chat, tracing.KeyLangSmithUsage))
+	}
+
+	// Without image tokens reported apart, no such key, and the cost is
+	// the same: the image's tokens are in the input tokens either way.
+	tp2, sr2 := recorderTP(t)
+	a2 := newAgentExt(t, tracing.New(tracing.WithTracerProvider(tp2)), []harnesstest.Response{{Text: "a cat",
+		Usage: harness.Usage{InputTokens: 1500, OutputTokens: 20}}}, harness.WithModel(model))
+	if _, err := a2.RunMessage(context.Background(), harness.UserParts(harness.ImagePart(userPNG, "image/png"))); err != nil {
+		t.Fatal(err)
+	}
+	chat2 := byName(spans(sr2), "chat "+model)[0]
+	if _, ok := attr(chat2, tracing.KeyUsageImageInputTokens); ok {
+		t.Error("image tokens recorded though the provider reported none")
+	}
+	if strings.Contains(str(chat2, tracing.KeyLangSmithUsage), "image") {
+		t.Errorf("langsmith.usage_metadata = %s", str(chat2, tracing.KeyLangSmithUsage))
+	}
+	if c1, c2 := attrs(chat)["harnessx.cost.usd"].AsFloat64(), attrs(chat2)["harnessx.cost.usd"].AsFloat64(); !near(c1, c2) {
+		t.Errorf("cost with image tokens reported %v, without %v: want the same", c1, c2)
+	}
+}
+
+// TestImageTokensMetric: the image and audio input tokens a provider
+// reports are harnessx.client.token.usage.detail points with token types
+// image and audio; none without them.
+func TestImageTokensMetric(t *testing.T) {
+	rd := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	tp, _ := recorderTP(t)
+	a := newAgentExt(t, tracing.New(tracing.WithTracerProvider(tp), tracing.WithMeterProvider(mp)), []harnesstest.Response{
+		{Text: "a cat", Usage: harness.Usage{InputTokens: 1500, OutputTokens: 20, ImageInputTokens: 1105, AudioInputTokens: 40}},
+		{Text: "text only", Usage: harness.Usage{InputTokens: 30, OutputTokens: 5}},
+	})
+	for range 2 {
+		if _, err := a.Run(context.Background(), "go"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := rd.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int64{} // token type: count, sum
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != tracing.MetricTokenDetail {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Histogram[int64]).DataPoints {
+				typ, _ := dp.Attributes.Value(tracing.KeyTokenType)
+				got[typ.AsString()] = [2]int64{int64(dp.Count), dp.Sum}
+			}
+		}
+	}
+	if got["image"] != [2]int64{1, 1105} || got["audio"] != [2]int64{1, 40} {
+		t.Errorf("detail points %v, want one image point of 1105 and one audio point of 40", got)
+	}
+}
+
+func near(a, b float64) bool {
+	d := a - b
+	return d < 1e-12 && d > -1e-12
 }
 
 // TestMaxMediaBytesMustBePositive: WithMaxMediaBytes(0) fails the install.
