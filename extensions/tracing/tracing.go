@@ -187,17 +187,19 @@ func WithMaxMediaBytes(n int) Option {
 // OpenTelemetry's GenAI utilities upload content through a hook and keep
 // a reference. It is called for each inline part whose bytes a captured
 // value does not carry (all of them by default; with
-// [WithCaptureMediaBytes], those over the cap), once per distinct bytes
-// (by SHA-256; the extension remembers the last 1024 URIs), on the
-// goroutine that ends the span: it may block the run, so it should be
-// quick or bound its own time. ctx is the span's context without its
-// cancellation. It must be safe for concurrent use. An error or a panic
-// is counted ([Stats].UploadErrors) and logged at Warn, and the span
-// records the artifact reference: the run never fails for it; an empty
-// URI without an error declines the part, which keeps its reference. The
-// URI passes through the built-in secret rules and the [WithRedactor]
-// function like the rest of the value. It is not called with content
-// capture off, nor for spans that are not recorded (not sampled).
+// [WithCaptureMediaBytes], those over the cap), once per distinct bytes:
+// the extension remembers the URIs by SHA-256 (up to 1024, then it starts
+// afresh). It runs on the goroutine that ends the span, so it may hold up
+// the run: it should be quick or bound its own time. ctx is the span's
+// context without its cancellation. It must be safe for concurrent use.
+// An error or a panic is counted ([Stats].UploadErrors) and logged at
+// Warn, and the span records the artifact reference: the run never fails
+// for it, and the part is tried again the next time it is recorded. An
+// empty URI without an error declines the part, which keeps its
+// reference. The URI passes through the built-in secret rules and the
+// [WithRedactor] function like the rest of the value. It is not called
+// with content capture off, nor for spans that are not recorded (not
+// sampled).
 func WithPartUploader(up PartUploader) Option {
 	return func(c *config) { c.uploader = up }
 }
