@@ -265,9 +265,9 @@ func TestMediaNothingWithoutCapture(t *testing.T) {
 		{tracing.WithCaptureContent(false)},
 		{tracing.WithCaptureContent(false), tracing.WithCaptureMediaBytes(true), tracing.WithLangSmithPromptKeys(true)},
 	} {
-		called := false
+		var called atomic.Bool
 		opts = append(opts, tracing.WithPartUploader(func(context.Context, harness.Part) (string, error) {
-			called = true
+			called.Store(true)
 			return "https://store.example/x", nil
 		}))
 		all, _ := runMedia(t, opts...)
@@ -286,7 +286,7 @@ func TestMediaNothingWithoutCapture(t *testing.T) {
 				t.Errorf("a span holds %q with content capture off", s)
 			}
 		}
-		if called {
+		if called.Load() {
 			t.Error("the uploader was called with content capture off")
 		}
 	}
