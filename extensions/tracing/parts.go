@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -105,6 +106,9 @@ func (me *mediaEnc) appendMedia(b []byte, p *harness.Part) []byte {
 func (me *mediaEnc) appendInline(b []byte, p *harness.Part, m *harness.Media) []byte {
 	sum := m.SHA256()
 	size := len(m.Data)
+	if size == 0 { // an empty data: URI; SHA256 is zero without bytes
+		sum = sha256.Sum256(nil)
+	}
 	var e *Extension
 	if me != nil {
 		e = me.e

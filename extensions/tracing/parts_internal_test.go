@@ -100,3 +100,19 @@ func TestDataURI(t *testing.T) {
 		t.Error("an https URL taken for a data: URI")
 	}
 }
+
+// TestEmptyDataURI: a data: URI without bytes is recorded by the
+// reference of no bytes, the SHA-256 of the empty string.
+func TestEmptyDataURI(t *testing.T) {
+	p := harness.ImageURL("data:image/png;base64,")
+	got := string(appendMedia(nil, &p))
+	want := `{"type":"uri","modality":"image","mime_type":"image/png","uri":"artifact:sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","size":0,"sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}`
+	if got != want {
+		t.Errorf("%s\nwant %s", got, want)
+	}
+}
+
+func appendMedia(b []byte, p *harness.Part) []byte {
+	var me *mediaEnc
+	return me.appendMedia(b, p)
+}
