@@ -73,3 +73,30 @@ func TestWithoutPricingCostIsZero(t *testing.T) {
 		t.Errorf("Cost = %v, %v", res.Cost, err)
 	}
 }
+
+// TestUsageAddSumsEveryCount: Add sums every count, the image and audio
+// input tokens too, and a run's Usage is the sum of its requests'.
+func TestUsageAddSumsEveryCount(t *testing.T) {
+	one := harness.Usage{InputTokens: 100, OutputTokens: 10, CacheReadInputTokens: 20, CacheCreationInputTokens: 30,
+		ReasoningTokens: 4, ImageInputTokens: 60, AudioInputTokens: 5}
+	var u harness.Usage
+	u.Add(one)
+	u.Add(one)
+	want := harness.Usage{InputTokens: 200, OutputTokens: 20, CacheReadInputTokens: 40, CacheCreationInputTokens: 60,
+		ReasoningTokens: 8, ImageInputTokens: 120, AudioInputTokens: 10}
+	if u != want {
+		t.Fatalf("Add: %+v, want %+v", u, want)
+	}
+	p := ht.NewScriptedProvider(
+		ht.Response{ToolCalls: []harness.ToolCall{ht.Call("e1", "echo", `{"text":"x"}`)}, Usage: one},
+		ht.Response{Text: "done", Usage: one},
+	)
+	a := newAgent(t, p, harness.WithTools(echoTool()))
+	res, err := a.Run(context.Background(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage != want {
+		t.Fatalf("run usage %+v, want %+v", res.Usage, want)
+	}
+}

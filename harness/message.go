@@ -186,13 +186,19 @@ func (m Message) ToolCalls() []ToolCall {
 // InputTokens is inclusive: it counts every prompt token, cached or not, so
 // CacheReadInputTokens and CacheCreationInputTokens are parts of it.
 // Providers whose API reports cached tokens apart (Anthropic) add them in.
-// ReasoningTokens is likewise a part of OutputTokens.
+// ReasoningTokens is likewise a part of OutputTokens, and
+// ImageInputTokens and AudioInputTokens, the prompt tokens of images and
+// audio that some providers report apart (OpenAI's
+// prompt_tokens_details), are parts of InputTokens; zero when the
+// provider does not report them.
 type Usage struct {
 	InputTokens              int64 `json:"input_tokens"`
 	OutputTokens             int64 `json:"output_tokens"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitempty"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
 	ReasoningTokens          int64 `json:"reasoning_tokens,omitempty"`
+	ImageInputTokens         int64 `json:"image_input_tokens,omitempty"`
+	AudioInputTokens         int64 `json:"audio_input_tokens,omitempty"`
 }
 
 // Add adds o to u.
@@ -202,6 +208,8 @@ func (u *Usage) Add(o Usage) {
 	u.CacheReadInputTokens += o.CacheReadInputTokens
 	u.CacheCreationInputTokens += o.CacheCreationInputTokens
 	u.ReasoningTokens += o.ReasoningTokens
+	u.ImageInputTokens += o.ImageInputTokens
+	u.AudioInputTokens += o.AudioInputTokens
 }
 
 // TotalTokens returns InputTokens + OutputTokens.

@@ -90,6 +90,10 @@ type RunInfo struct {
 	SessionID string
 	// Input is the user message, or empty on Resume.
 	Input string
+	// Message is the user message of [Agent.RunMessage], with its parts
+	// (Input is its text); nil for Run and Resume. Observers must not
+	// modify it.
+	Message *Message
 	// Resumed is true when the run continues after approvals.
 	Resumed bool
 	// Steps counts the model requests the turn made before this run

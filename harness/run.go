@@ -212,7 +212,7 @@ func (a *Agent) run(ctx context.Context, userMessage string, msg *Message) (*Run
 	}
 	res := &RunResult{RunID: id, Status: StatusCompleted}
 	rs := &runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage,
-		Attempt: attempt, Recovered: attempt > 1}}
+		Message: msg, Attempt: attempt, Recovered: attempt > 1}}
 	info := &rs.info
 	if msg == nil && len(userMessage) > 1 && userMessage[0] == '/' {
 		if userMessage[1] == '/' {

@@ -164,3 +164,28 @@ func TestContextRecovered(t *testing.T) {
 		t.Errorf("attempt 0: %+v", got)
 	}
 }
+
+// TestRunInfoMessage: RunInfo.Message is the user message of RunMessage,
+// parts and all, and nil for Run.
+func TestRunInfoMessage(t *testing.T) {
+	spy := &runSpy{}
+	a := newAgent(t, ht.NewScriptedProvider(ht.Reply("a"), ht.Reply("b")), harness.WithMiddleware(spy))
+	img := []byte("\x89PNG fake")
+	if _, err := a.RunMessage(context.Background(), harness.UserParts(harness.Text("what is this?"), harness.ImagePart(img, "image/png"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(context.Background(), "and now?"); err != nil {
+		t.Fatal(err)
+	}
+	if len(spy.infos) != 2 {
+		t.Fatalf("%d runs", len(spy.infos))
+	}
+	m := spy.infos[0].Message
+	if m == nil || m.Role != harness.RoleUser || len(m.Content) != 2 || m.Content[1].Media == nil || &m.Content[1].Media.Data[0] != &img[0] ||
+		spy.infos[0].Input != "what is this?" {
+		t.Errorf("RunMessage: Input %q, Message %+v", spy.infos[0].Input, m)
+	}
+	if spy.infos[1].Message != nil {
+		t.Errorf("Run: Message %+v, want nil", spy.infos[1].Message)
+	}
+}

@@ -72,4 +72,12 @@
 // completion_tokens the reasoning tokens. [Table.Cost] therefore prices
 // InputTokens − cache reads − cache writes at the input price and
 // OutputTokens − reasoning at the output price.
+//
+// harness.Usage.ImageInputTokens and AudioInputTokens, which a provider
+// may report (OpenAI's prompt_tokens_details), are parts of InputTokens
+// too. The table has no image or audio price: [Table.Cost] prices those
+// tokens with the other input tokens, at the input price, which is how
+// the vendors bill images for the table's models. A model that bills
+// audio at a price of its own (OpenAI's gpt-audio models) is not in the
+// built-in table.
 package pricing

@@ -215,6 +215,9 @@ func TestCostArithmetic(t *testing.T) {
 			harness.Usage{InputTokens: 100, OutputTokens: 10, CacheReadInputTokens: 50, CacheCreationInputTokens: 20, ReasoningTokens: 4},
 			pricing.Cost{Input: 30e-6, CacheRead: 50e-6, CacheWrite: 20e-6, Output: 6 * 3e-6, Reasoning: 4 * 3e-6,
 				Total: 100e-6 + 10*3e-6}},
+		{"image and audio tokens are input tokens, priced once", "m",
+			harness.Usage{InputTokens: 900, OutputTokens: 10, CacheReadInputTokens: 100, ImageInputTokens: 765, AudioInputTokens: 50},
+			pricing.Cost{Input: 800 * 2e-6, CacheRead: 100 * 0.2e-6, Output: 10 * 10e-6, Total: 800*2e-6 + 100*0.2e-6 + 10*10e-6}},
 		{"inconsistent counts never go negative", "bare", harness.Usage{InputTokens: 10, CacheReadInputTokens: 50, OutputTokens: 1, ReasoningTokens: 3},
 			pricing.Cost{CacheRead: 50e-6, Reasoning: 9e-6, Total: 59e-6}},
 	}

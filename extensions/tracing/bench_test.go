@@ -152,3 +152,30 @@ func (passThrough) InterceptTool(ctx context.Context, call *harness.ToolCall, ne
 func BenchmarkPassThroughRun(b *testing.B) {
 	runLoop(b, benchAgent(b, harness.WithMiddleware(passThrough{})), func() {})
 }
+
+// BenchmarkTracedRunWithImage is BenchmarkTracedRun with a 4 KiB image in
+// the user message (harness.Agent.RunMessage), recorded by reference: the
+// cost of a media part, which text-only runs do not pay.
+func BenchmarkTracedRunWithImage(b *testing.B) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	a := benchAgent(b, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+	img := make([]byte, 4<<10)
+	for i := range img {
+		img[i] = byte(i * 7)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		// A new part each run, as a new user message would be: its
+		// SHA-256 is computed once per part.
+		msg := harness.UserParts(harness.Text("what is this?"), harness.ImagePart(img, "image/png"))
+		res, err := a.RunMessage(ctx, msg)
+		if err != nil || res.Text == "" {
+			b.Fatal(err, res)
+		}
+		a.Reset()
+		exp.Reset()
+	}
+}

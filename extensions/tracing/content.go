@@ -1,11 +1,11 @@
 package tracing
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,15 +39,53 @@ func (r *recorder) contentScanned(key attribute.Key, v string, clean bool) {
 	if cut > 0 {
 		r.truncated = append(r.truncated, string(key))
 	}
+	r.set(key, v, v)
+}
+
+// set adds v under key and, with WithLangSmithPromptKeys, mirror under
+// LangSmith's key for it.
+func (r *recorder) set(key attribute.Key, v, mirror string) {
 	r.kvs = append(r.kvs, key.String(v))
 	if r.e.cfg.promptKeys {
 		switch key {
 		case semconv.GenAIInputMessagesKey, semconv.GenAIToolCallArgumentsKey:
-			r.kvs = append(r.kvs, KeyPrompt.String(v)) // the same string: no copy
+			r.kvs = append(r.kvs, KeyPrompt.String(mirror)) // the same string: no copy
 		case semconv.GenAIOutputMessagesKey, semconv.GenAIToolCallResultKey:
-			r.kvs = append(r.kvs, KeyCompletion.String(v))
+			r.kvs = append(r.kvs, KeyCompletion.String(mirror))
 		}
 	}
+}
+
+// encodedParts adds a captured value v that holds encoded parts: sum
+// says what the encoding did and holes (offsets in v) where it wrote
+// bytes, which the built-in rules skip; without holes, clean says that
+// the rules leave v unchanged. A part over the byte cap counts v as
+// truncated. When v holds bytes, mirror returns the value LangSmith's
+// copy gets instead, with every part by reference: the copies never
+// carry bytes.
+func (r *recorder) encodedParts(key attribute.Key, v string, sum encoded, holes []hole, clean bool, mirror func() string) {
+	e := r.e
+	var cut int
+	if e.red != nil && len(holes) > 0 {
+		red, changed := redactAround(e.red, v, holes)
+		v, _, cut = e.processAfterBuiltin(string(key), red, changed)
+	} else {
+		v, _, cut = e.processCounted(string(key), v, clean)
+	}
+	if sum.omitted > 0 {
+		if cut == 0 {
+			e.stats.truncated.Add(1)
+		}
+		e.stats.truncatedBytes.Add(sum.omittedBytes)
+	}
+	if cut > 0 || sum.omitted > 0 {
+		r.truncated = append(r.truncated, string(key))
+	}
+	m := v
+	if sum.blobs && e.cfg.promptKeys && mirror != nil {
+		m = e.processUncounted(string(key), mirror())
+	}
+	r.set(key, v, m)
 }
 
 // cached adds a value from the cache, counting its redaction and cut again
@@ -96,6 +134,12 @@ func (e *Extension) processCounted(key, v string, clean bool) (out string, redac
 		}
 		redacted = changed
 	}
+	return e.processAfterBuiltin(key, v, redacted)
+}
+
+// processAfterBuiltin is processCounted for a value that the built-in
+// rules have read already; redacted says whether they changed it.
+func (e *Extension) processAfterBuiltin(key, v string, redacted bool) (out string, _ bool, cut int) {
 	if e.cfg.redact != nil {
 		r := e.cfg.redact(key, v)
 		redacted = redacted || r != v
@@ -112,6 +156,20 @@ func (e *Extension) processCounted(key, v string, clean bool) (out string, redac
 	e.stats.truncated.Add(1)
 	e.stats.truncatedBytes.Add(int64(cut))
 	return out, redacted, cut
+}
+
+// processUncounted is processCounted for a second form of a value that
+// is counted already (LangSmith's copy): it leaves Stats as they were.
+func (e *Extension) processUncounted(key, v string) string {
+	out, redacted, cut := e.processCounted(key, v, false)
+	if redacted {
+		e.stats.redacted.Add(-1)
+	}
+	if cut > 0 {
+		e.stats.truncated.Add(-1)
+		e.stats.truncatedBytes.Add(-int64(cut))
+	}
+	return out
 }
 
 // truncEllipsis starts the marker appended to a cut value.
@@ -301,18 +359,37 @@ func (e *Extension) putBuf(b *[]byte) {
 //
 // With the built-in secret rules on (red not nil), each message is
 // redacted once, when it is encoded, and the output is redacted as a
-// whole: [historyCache.redactedOutput] recognizes it.
+// whole: [historyCache.redactedOutput] recognizes it. The rules skip the
+// base64 of the bytes a message holds (redactAround).
 type historyCache struct {
-	mu      sync.Mutex
-	red     *redact.Redactor // read-only after New
-	ids     []msgID
-	ends    []int  // ends[i] is len(buf) after message i
-	changed []bool // changed[i]: the rules changed message i
-	buf     []byte // "[" then the messages, comma-separated, without the "]"
+	mu   sync.Mutex
+	red  *redact.Redactor // read-only after New
+	ids  []msgID
+	ends []int     // ends[i] is len(buf) after message i
+	info []msgInfo // info[i] is what encoding message i did
+	buf  []byte    // "[" then the messages, comma-separated, without the "]"
 	// last is the last output, and lastChanged whether the rules changed
 	// any of its messages.
 	last        string
 	lastChanged bool
+}
+
+// msgInfo is what the encoding of one message did.
+type msgInfo struct {
+	changed bool // the built-in rules changed it
+	blobs   bool // it holds bytes (blob parts)
+	// omitted counts its parts recorded by reference because they were
+	// over the byte cap, and omittedBytes their sizes.
+	omitted      int32
+	omittedBytes int64
+}
+
+// encoded sums up the encoding of a list of messages.
+type encoded struct {
+	changed      bool // the built-in rules changed a message
+	blobs        bool // a message holds bytes
+	omitted      int  // parts over the byte cap, recorded by reference
+	omittedBytes int64
 }
 
 // maxHistoryBytes bounds the encoding the cache keeps between requests.
@@ -332,15 +409,17 @@ func idOf(m *harness.Message) msgID {
 	return id
 }
 
-// encode returns msgs as the JSON of gen_ai.input.messages.
-func (h *historyCache) encode(msgs []harness.Message) string {
+// encode returns msgs as the JSON of gen_ai.input.messages, its media
+// parts encoded with e's options (e may be nil: by reference), and what
+// the encoding did. ctx goes to the part uploader.
+func (h *historyCache) encode(ctx context.Context, e *Extension, msgs []harness.Message) (string, encoded) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	k := 0
 	for k < len(msgs) && k < len(h.ids) && h.ids[k] == idOf(&msgs[k]) {
 		k++
 	}
-	h.ids, h.ends, h.changed = h.ids[:k], h.ends[:k], h.changed[:k]
+	h.ids, h.ends, h.info = h.ids[:k], h.ends[:k], h.info[:k]
 	if k == 0 {
 		h.buf = append(h.buf[:0], '[')
 	} else {
@@ -351,27 +430,40 @@ func (h *historyCache) encode(msgs []harness.Message) string {
 			h.buf = append(h.buf, ',')
 		}
 		start := len(h.buf)
-		h.buf = appendMessage(h.buf, &msgs[i], "")
-		changed := false
-		if h.red != nil && mayContainSecret(&msgs[i], "") {
+		me := mediaEnc{ctx: ctx, e: e}
+		h.buf = appendMessage(h.buf, &msgs[i], "", &me)
+		info := msgInfo{blobs: len(me.holes) > 0, omitted: int32(me.omitted), omittedBytes: me.omittedBytes}
+		if h.red != nil && (me.suspect || mayContainSecret(&msgs[i], "")) {
 			enc := string(h.buf[start:])
-			if r := h.red.String(enc); r != enc {
+			for j := range me.holes { // offsets in enc
+				me.holes[j].start -= start
+				me.holes[j].end -= start
+			}
+			if r, changed := redactAround(h.red, enc, me.holes); changed {
 				h.buf = append(h.buf[:start], r...)
-				changed = true
+				info.changed = true
 			}
 		}
 		h.ids = append(h.ids, idOf(&msgs[i]))
 		h.ends = append(h.ends, len(h.buf))
-		h.changed = append(h.changed, changed)
+		h.info = append(h.info, info)
 	}
 	h.buf = append(h.buf, ']')
 	out := string(h.buf)
 	h.buf = h.buf[:len(h.buf)-1]
-	h.last, h.lastChanged = out, slices.Contains(h.changed, true)
-	if len(h.buf) > maxHistoryBytes {
-		h.ids, h.ends, h.changed, h.buf = nil, nil, nil, nil
+	var sum encoded
+	for i := range h.info {
+		in := &h.info[i]
+		sum.changed = sum.changed || in.changed
+		sum.blobs = sum.blobs || in.blobs
+		sum.omitted += int(in.omitted)
+		sum.omittedBytes += in.omittedBytes
 	}
-	return out
+	h.last, h.lastChanged = out, sum.changed
+	if len(h.buf) > maxHistoryBytes {
+		h.ids, h.ends, h.info, h.buf = nil, nil, nil, nil
+	}
+	return out, sum
 }
 
 // redactedOutput reports whether v is the last output of encode, whose
@@ -408,12 +500,13 @@ func appendTextPart(b []byte, typ, text string) []byte {
 	return append(b, '}')
 }
 
-// appendParts appends the parts of m as a JSON array.
-func appendParts(b []byte, m *harness.Message) []byte {
+// appendParts appends parts as a JSON array; me encodes the media parts
+// (nil: by reference).
+func appendParts(b []byte, parts []harness.Part, me *mediaEnc) []byte {
 	b = append(b, '[')
 	n := 0
-	for i := range m.Content {
-		p := &m.Content[i]
+	for i := range parts {
+		p := &parts[i]
 		if (p.Type == harness.PartToolCall && p.ToolCall == nil) || (p.Type == harness.PartToolResult && p.ToolResult == nil) {
 			continue // malformed part: nothing to record
 		}
@@ -438,11 +531,17 @@ func appendParts(b []byte, m *harness.Message) []byte {
 			b = jsonenc.AppendString(b, p.ToolResult.CallID)
 			b = append(b, `,"response":`...)
 			b = jsonenc.AppendString(b, p.ToolResult.Content)
+			if len(p.ToolResult.Parts) > 0 {
+				// The parts the model reads after the text: the
+				// schema's tool_call_response takes further members.
+				b = append(b, `,"parts":`...)
+				b = appendParts(b, p.ToolResult.Parts, me)
+			}
 			b = append(b, '}')
+		case harness.PartImage, harness.PartDocument, harness.PartAudio:
+			b = me.appendMedia(b, p)
 		default:
-			b = append(b, `{"type":`...)
-			b = jsonenc.AppendString(b, string(p.Type))
-			b = append(b, '}')
+			b = appendGenericPart(b, p.Type)
 		}
 		n++
 	}
@@ -455,44 +554,49 @@ func appendParts(b []byte, m *harness.Message) []byte {
 // rest of the encoding is this file's member names and punctuation, in
 // which the rules find no candidate word. Scanning the strings alone
 // spares the scan of that structure, which is most of a short message's
-// bytes. It must read every string appendMessage and appendParts write;
-// TestMessageScanCoversEncoding checks it against the encoding.
+// bytes. It must read every string appendMessage and appendParts write
+// but the bytes of media parts (as base64, which the rules skip: see
+// redactAround) and an uploader's URIs (which the encoder scans:
+// mediaEnc.suspect); TestMessageScanCoversEncoding checks it against the
+// encoding.
 func mayContainSecret(m *harness.Message, finish string) bool {
 	if redact.MayContainSecretInJSON(string(m.Role)) || redact.MayContainSecretInJSON(finish) {
 		return true
 	}
-	for i := range m.Content {
-		p := &m.Content[i]
-		var suspect bool
-		switch p.Type {
-		case harness.PartText, harness.PartReasoning:
-			suspect = redact.MayContainSecretInJSON(p.Text)
-		case harness.PartToolCall:
-			if c := p.ToolCall; c != nil {
-				suspect = redact.MayContainSecretInJSON(c.ID) || redact.MayContainSecretInJSON(c.Name) ||
-					redact.MayContainSecretInJSON(string(c.Input))
-			}
-		case harness.PartToolResult:
-			if r := p.ToolResult; r != nil {
-				suspect = redact.MayContainSecretInJSON(r.CallID) || redact.MayContainSecretInJSON(r.Content)
-			}
-		default:
-			suspect = redact.MayContainSecretInJSON(string(p.Type))
+	return partsMayContainSecret(m.Content)
+}
+
+// partMayContainSecret is mayContainSecret for one part.
+func partMayContainSecret(p *harness.Part) bool {
+	switch p.Type {
+	case harness.PartText, harness.PartReasoning:
+		return redact.MayContainSecretInJSON(p.Text)
+	case harness.PartToolCall:
+		if c := p.ToolCall; c != nil {
+			return redact.MayContainSecretInJSON(c.ID) || redact.MayContainSecretInJSON(c.Name) ||
+				redact.MayContainSecretInJSON(string(c.Input))
 		}
-		if suspect {
-			return true
+	case harness.PartToolResult:
+		if r := p.ToolResult; r != nil {
+			return redact.MayContainSecretInJSON(r.CallID) || redact.MayContainSecretInJSON(r.Content) ||
+				partsMayContainSecret(r.Parts)
 		}
+	case harness.PartImage, harness.PartDocument, harness.PartAudio:
+		return mediaMayContainSecret(p)
+	default:
+		return redact.MayContainSecretInJSON(string(p.Type))
 	}
 	return false
 }
 
 // appendMessage appends one message; finish, when not empty, is its
-// finish_reason (output messages).
-func appendMessage(b []byte, m *harness.Message, finish string) []byte {
+// finish_reason (output messages). me encodes the media parts (nil: by
+// reference).
+func appendMessage(b []byte, m *harness.Message, finish string, me *mediaEnc) []byte {
 	b = append(b, `{"role":`...)
 	b = jsonenc.AppendString(b, string(m.Role))
 	b = append(b, `,"parts":`...)
-	b = appendParts(b, m)
+	b = appendParts(b, m.Content, me)
 	if finish != "" {
 		b = append(b, `,"finish_reason":`...)
 		b = jsonenc.AppendString(b, finish)
@@ -501,13 +605,13 @@ func appendMessage(b []byte, m *harness.Message, finish string) []byte {
 }
 
 // appendMessages appends msgs as gen_ai.input.messages.
-func appendMessages(b []byte, msgs []harness.Message) []byte {
+func appendMessages(b []byte, msgs []harness.Message, me *mediaEnc) []byte {
 	b = append(b, '[')
 	for i := range msgs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendMessage(b, &msgs[i], "")
+		b = appendMessage(b, &msgs[i], "", me)
 	}
 	return append(b, ']')
 }
@@ -516,7 +620,7 @@ func appendMessages(b []byte, msgs []harness.Message) []byte {
 func appendTextMessage(b []byte, role harness.Role, text, finish string) []byte {
 	m := harness.Message{Role: role, Content: []harness.Part{{Type: harness.PartText, Text: text}}}
 	b = append(b, '[')
-	b = appendMessage(b, &m, finish)
+	b = appendMessage(b, &m, finish, nil)
 	return append(b, ']')
 }
 
@@ -544,7 +648,9 @@ func appendToolDefs(b []byte, defs []harness.ToolDefinition, full bool) []byte {
 	return append(b, ']')
 }
 
-// appendUsage appends langsmith.usage_metadata.
+// appendUsage appends langsmith.usage_metadata; the audio and image
+// input tokens (LangSmith's input_token_details take audio and other
+// keys) when the provider reported them.
 func appendUsage(b []byte, u *harness.Usage) []byte {
 	b = append(b, `{"input_tokens":`...)
 	b = strconv.AppendInt(b, u.InputTokens, 10)
@@ -556,6 +662,14 @@ func appendUsage(b []byte, u *harness.Usage) []byte {
 	b = strconv.AppendInt(b, u.CacheReadInputTokens, 10)
 	b = append(b, `,"cache_creation":`...)
 	b = strconv.AppendInt(b, u.CacheCreationInputTokens, 10)
+	if u.AudioInputTokens != 0 {
+		b = append(b, `,"audio":`...)
+		b = strconv.AppendInt(b, u.AudioInputTokens, 10)
+	}
+	if u.ImageInputTokens != 0 {
+		b = append(b, `,"image":`...)
+		b = strconv.AppendInt(b, u.ImageInputTokens, 10)
+	}
 	b = append(b, `},"output_token_details":{"reasoning":`...)
 	b = strconv.AppendInt(b, u.ReasoningTokens, 10)
 	return append(b, '}', '}')

@@ -36,7 +36,12 @@
 // the cache (harnessx.prefix_key.changed and a prompt_cache_break event).
 // On completion it records the response (gen_ai.response.model, id,
 // finish_reasons, gen_ai.output.messages), the usage with cache-read,
-// cache-creation and reasoning tokens, langsmith.usage_metadata, and
+// cache-creation and reasoning tokens (and, when the provider reports
+// them apart, the image and audio input tokens:
+// harnessx.usage.image.input_tokens and harnessx.usage.audio.input_tokens,
+// parts of gen_ai.usage.input_tokens, for which the conventions have no
+// key), langsmith.usage_metadata (with input_token_details audio and
+// image when reported), and
 // langsmith.metadata.ls_model_name / ls_provider so that LangSmith can price
 // the run. A streamed reply adds a new_token event at its first chunk.
 // Each retry of a request is its own chat span with harnessx.attempt.
@@ -52,18 +57,76 @@
 // ingestion documents for a run's inputs and outputs.
 //
 // Messages are JSON in the GenAI parts schema: a list of {role, parts} with
-// parts of type text, reasoning, tool_call (id, name, arguments) and
-// tool_call_response (id, response).
+// parts of type text, reasoning, tool_call (id, name, arguments),
+// tool_call_response (id, response, and parts: see Media parts) and the
+// media parts blob, uri and file.
 //
 // An execute_tool span records the tool name, call ID, arguments, result
-// and harnessx.tool.status. An invoke_agent span records the agent, the
-// run ID (harnessx.run.id), harnessx.run.status, the usage totals and the
-// user input and final text.
+// (the text; the parts a tool returned after it are
+// harnessx.tool.call.result.parts) and harnessx.tool.status. An
+// invoke_agent span records the agent, the run ID (harnessx.run.id),
+// harnessx.run.status, the usage totals and the user input (the message of
+// harness.Agent.RunMessage with its parts) and final text.
 //
 // The attributes a sampler or an OnStart span processor may need
 // (gen_ai.operation.name, the agent, model or tool name, the run or call ID,
 // gen_ai.conversation.id) are set when a span starts; the others when it
 // ends, in one call.
+//
+// # Media parts
+//
+// Images, documents and audio (harness.PartImage, PartDocument, PartAudio)
+// in messages, in tool results and in the user message of a run are
+// recorded as the parts of gen_ai.input.messages / gen_ai.output.messages
+// in semconv v1.41.0's JSON schema (gen-ai-input-messages.json):
+//
+//   - a part with a URI: {"type":"uri", "modality", "mime_type", "uri"},
+//     the URI as it is but for the secret rules, which read it like any
+//     text (a query string's api_key=…, a URL's password);
+//   - a part with a provider file ID: {"type":"file", "modality",
+//     "mime_type", "file_id"};
+//   - a part with inline bytes (harness.Media.Data), by default:
+//     {"type":"uri", "modality", "mime_type", "uri", "size", "sha256"},
+//     whose uri is the part's artifact reference
+//     "artifact:sha256:<hex of the bytes' SHA-256>" (the name under which
+//     the flight recorder keeps the bytes and the trace viewer finds
+//     them), size the number of bytes and sha256 their hex SHA-256 (the
+//     schema's parts take further members). No byte is recorded.
+//     [WithPartUploader] sets a function that stores the bytes and returns
+//     a URI to record instead of the reference; when it fails, the
+//     reference is recorded, [Stats].UploadErrors counts it and a Warn line
+//     logs it, and the run goes on;
+//   - with [WithCaptureMediaBytes], an inline part of at most
+//     [WithMaxMediaBytes] bytes (default 32 KiB) is {"type":"blob",
+//     "modality", "mime_type", "size", "sha256", "content"} with the bytes
+//     in base64, as the conventions say. A larger part is its reference
+//     (or uploaded URI) as above with "truncated":true, rather than cut
+//     base64, which no one could decode; the value counts as truncated
+//     (harnessx.truncated lists its key; [Stats].Truncated counts it and
+//     TruncatedBytes adds the part's size).
+//
+// modality is image, audio or video after the MIME type, else the part's
+// kind; a document (a PDF, a text file) is "document": the schema's
+// modality is image, video, audio or any other string, and calling a PDF an
+// image would mislead a viewer. mime_type is left out when the part has
+// none; a part's name (harness.Media.Name) is "name". A data: URI holds
+// bytes, so it is recorded as inline bytes, never as a URI. A tool result
+// with parts is {"type":"tool_call_response", "id", "response": its text,
+// "parts": [its parts]}, and the execute_tool span carries the same list
+// under harnessx.tool.call.result.parts.
+//
+// Parts are captured content: with content capture off, none is recorded,
+// reference, URI or file ID, as no text is, and the uploader is not
+// called; it is not called for spans that are not recorded either. The
+// conventions let an upload hook see whole messages whatever the capture
+// setting; this one is narrower: it maps one part's bytes to one URI that
+// a recorded value holds. The secret rules do not read base64 (it is no
+// text, and a run of it can look like a key); a [WithRedactor] function
+// sees the value whole, bytes included. gen_ai.prompt and
+// gen_ai.completion ([WithLangSmithPromptKeys]) never carry bytes: when a
+// value holds blobs, LangSmith's copy is encoded again with every inline
+// part by reference. A message without media parts is encoded as before,
+// at no extra cost.
 //
 // # Statuses
 //
@@ -116,7 +179,8 @@
 //     the cached ones and output tokens the reasoning ones, as
 //     harness.Usage counts them;
 //   - harnessx.client.token.usage.detail ({token}, histogram): the same
-//     requests' cache_read, cache_creation and reasoning tokens, by
+//     requests' cache_read, cache_creation, reasoning, and (when the
+//     provider reports them) image and audio tokens, by
 //     harnessx.token.type, recorded when not zero. The conventions have no
 //     gen_ai.token.type for them, and as parts of the input and output
 //     tokens they are a metric of their own, so that a sum of
@@ -163,7 +227,8 @@
 //
 // A chat span whose model has a price carries harnessx.cost.usd and its
 // parts harnessx.cost.input_usd (input tokens neither read from nor
-// written to the prompt cache), cache_read_usd, cache_write_usd,
+// written to the prompt cache, the tokens of images and audio among them:
+// the table has no price of their own), cache_read_usd, cache_write_usd,
 // output_usd (output tokens other than reasoning) and reasoning_usd, in US
 // dollars, with harnessx.cost.prices_as_of, the table's date. The model is
 // the response's (gen_ai.response.model), else the request's; names match
@@ -193,7 +258,9 @@
 // [WithRedactor] function, before it is set, then is capped at
 // [WithMaxAttributeBytes]: a longer value is cut, and a marker with its full
 // length and SHA-256 is appended, so the cut is visible; the span lists the
-// cut keys in harnessx.truncated and [Extension.Stats] counts them.
+// cut keys in harnessx.truncated and [Extension.Stats] counts them. Media
+// bytes are a separate opt-in ([WithCaptureMediaBytes], see Media parts);
+// their base64 counts towards the attribute cap, so raise it with them.
 //
 // # Secrets
 //

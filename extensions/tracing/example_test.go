@@ -69,7 +69,7 @@ func Example() {
 	//   chat claude-sonnet-5-5 (llm)
 	//   execute_tool weather (tool)
 	//   chat claude-sonnet-5-5 (llm)
-	// {Runs:1 ModelRequests:2 ToolCalls:1 Errors:0 Redacted:0 Truncated:0 TruncatedBytes:0}
+	// {Runs:1 ModelRequests:2 ToolCalls:1 Errors:0 Redacted:0 Truncated:0 TruncatedBytes:0 UploadErrors:0}
 }
 
 // Content capture can be turned off, and what is captured can be redacted.
@@ -85,4 +85,44 @@ func ExampleWithRedactor() {
 	)
 	fmt.Println(ext.Name(), ext.CaptureContent())
 	// Output: tracing true
+}
+
+// An image in a user message is recorded by reference: its bytes stay
+// out of the spans unless WithCaptureMediaBytes lets small ones in. Here
+// an uploader stores the bytes and the span records its URI instead.
+func ExampleWithPartUploader() {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+
+	store := map[string][]byte{} // an application's object store
+	upload := func(_ context.Context, p harness.Part) (string, error) {
+		uri := fmt.Sprintf("https://store.example/media/%d.png", len(store)+1)
+		store[uri] = p.Media.Data
+		return uri, nil
+	}
+	agent, err := harness.New(
+		harness.WithProvider(harnesstest.NewScriptedProvider(harnesstest.Reply("A red square."))),
+		harness.WithModel("m"),
+		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp), tracing.WithPartUploader(upload))),
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer agent.Close(context.Background())
+
+	png := []byte("\x89PNG\r\n\x1a\n…a red square")
+	msg := harness.UserParts(harness.Text("What is this?"), harness.ImagePart(png, "image/png"))
+	if _, err := agent.RunMessage(context.Background(), msg); err != nil {
+		panic(err)
+	}
+	for _, s := range exp.GetSpans() {
+		for _, kv := range s.Attributes {
+			if s.Name == "chat m" && kv.Key == "gen_ai.input.messages" {
+				fmt.Println(kv.Value.AsString())
+			}
+		}
+	}
+	// Output:
+	// [{"role":"user","parts":[{"type":"text","content":"What is this?"},{"type":"uri","modality":"image","mime_type":"image/png","uri":"https://store.example/media/1.png","size":23,"sha256":"85b57fd5235ee59c2fba54bf40fe5db0dabbc077d02c88f9cbc6fe8f71267774"}]}]
 }

@@ -87,7 +87,7 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 		if acc != nil {
 			r.kvs = e.runCostAttrs(r.kvs, acc)
 		}
-		e.endRun(span, &r, info, res)
+		e.endRun(ctx, span, &r, info, res)
 	}
 	span.End()
 	return res
@@ -114,7 +114,7 @@ func linkPreviousAttempt(span trace.Span, info *harness.RunInfo) {
 	}})
 }
 
-func (e *Extension) endRun(span trace.Span, r *recorder, info *harness.RunInfo, res *harness.RunResult) {
+func (e *Extension) endRun(ctx context.Context, span trace.Span, r *recorder, info *harness.RunInfo, res *harness.RunResult) {
 	if res == nil {
 		e.stats.errors.Add(1)
 		r.kvs = append(r.kvs, semconv.ErrorTypeOther)
@@ -122,7 +122,17 @@ func (e *Extension) endRun(span trace.Span, r *recorder, info *harness.RunInfo, 
 		span.SetStatus(codes.Error, "run interceptor returned no result")
 		return
 	}
-	if e.cfg.capture && info.Input != "" {
+	if m := info.Message; e.cfg.capture && m != nil {
+		// RunMessage: the user message with its parts.
+		b := e.getBuf()
+		me := e.newMediaEnc(ctx)
+		*b = appendOutput(*b, m, "", &me)
+		r.encodedParts(semconv.GenAIInputMessagesKey, string(*b), me.summary(), me.holes,
+			e.red != nil && !me.suspect && !mayContainSecret(m, ""), func() string {
+				return e.encodeNoBytes(ctx, func(b []byte, me *mediaEnc) []byte { return appendOutput(b, m, "", me) })
+			})
+		e.putBuf(b)
+	} else if e.cfg.capture && info.Input != "" {
 		b := e.getBuf()
 		*b = appendTextMessage(*b, harness.RoleUser, info.Input, "")
 		r.contentScanned(semconv.GenAIInputMessagesKey, string(*b), e.red != nil && !redact.MayContainSecretInJSON(info.Input))
@@ -138,6 +148,7 @@ func (e *Extension) endRun(span trace.Span, r *recorder, info *harness.RunInfo, 
 		semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheCreationInputTokens)),
 		semconv.GenAIUsageReasoningOutputTokens(int(u.ReasoningTokens)),
 	)
+	r.kvs = appendMediaUsage(r.kvs, u)
 	switch res.Status {
 	case harness.StatusCompleted:
 		if e.cfg.capture {
@@ -291,18 +302,17 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 			// stays out of the history cache, which keeps the
 			// conversation's encoding for the run's next request.
 			b := e.getBuf()
-			*b = append(*b, '[')
-			for i := range req.Messages {
-				if i > 0 {
-					*b = append(*b, ',')
-				}
-				*b = appendMessage(*b, &req.Messages[i], "")
-			}
-			*b = append(*b, ']')
-			r.content(semconv.GenAIInputMessagesKey, string(*b))
+			me := e.newMediaEnc(ctx)
+			*b = appendMessages(*b, req.Messages, &me)
+			r.encodedParts(semconv.GenAIInputMessagesKey, string(*b), me.summary(), me.holes, false, func() string {
+				return e.encodeNoBytes(ctx, func(b []byte, me *mediaEnc) []byte { return appendMessages(b, req.Messages, me) })
+			})
 			e.putBuf(b)
 		} else {
-			r.content(semconv.GenAIInputMessagesKey, e.history.encode(req.Messages))
+			v, sum := e.history.encode(ctx, e, req.Messages)
+			r.encodedParts(semconv.GenAIInputMessagesKey, v, sum, nil, false, func() string {
+				return e.encodeNoBytes(ctx, func(b []byte, me *mediaEnc) []byte { return appendMessages(b, req.Messages, me) })
+			})
 		}
 	}
 
@@ -336,15 +346,18 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 			semconv.GenAIUsageCacheCreationInputTokens(int(u.CacheCreationInputTokens)),
 			semconv.GenAIUsageReasoningOutputTokens(int(u.ReasoningTokens)),
 		)
+		r.kvs = appendMediaUsage(r.kvs, u)
 		b := e.getBuf()
 		*b = appendUsage(*b, u)
 		r.kvs = append(r.kvs, KeyLangSmithUsage.String(string(*b)))
 		if e.cfg.capture {
 			*b = (*b)[:0]
-			*b = append(*b, '[')
-			*b = appendMessage(*b, &resp.Message, finish)
-			*b = append(*b, ']')
-			r.contentScanned(semconv.GenAIOutputMessagesKey, string(*b), e.red != nil && !mayContainSecret(&resp.Message, finish))
+			me := e.newMediaEnc(ctx)
+			*b = appendOutput(*b, &resp.Message, finish, &me)
+			r.encodedParts(semconv.GenAIOutputMessagesKey, string(*b), me.summary(), me.holes,
+				e.red != nil && !me.suspect && !mayContainSecret(&resp.Message, finish), func() string {
+					return e.encodeNoBytes(ctx, func(b []byte, me *mediaEnc) []byte { return appendOutput(b, &resp.Message, finish, me) })
+				})
 		}
 		e.putBuf(b)
 		if !resp.FirstChunkAt.IsZero() {
@@ -379,6 +392,18 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n), semconv.GenAIRequestModel(reqModel))
 	}
 	span.SetAttributes(r.finish()...)
+}
+
+// appendMediaUsage appends the image and audio input tokens of u, when
+// the provider reported them.
+func appendMediaUsage(kvs []attribute.KeyValue, u *harness.Usage) []attribute.KeyValue {
+	if u.ImageInputTokens != 0 {
+		kvs = append(kvs, KeyUsageImageInputTokens.Int64(u.ImageInputTokens))
+	}
+	if u.AudioInputTokens != 0 {
+		kvs = append(kvs, KeyUsageAudioInputTokens.Int64(u.AudioInputTokens))
+	}
+	return kvs
 }
 
 // finishReasons returns gen_ai.response.finish_reasons for one reason,
@@ -454,13 +479,13 @@ func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall
 		e.m.recordTool(ctx, start, metricName, res)
 	}
 	if span.IsRecording() {
-		e.endTool(span, &r, call, res)
+		e.endTool(ctx, span, &r, call, res)
 	}
 	span.End()
 	return res
 }
 
-func (e *Extension) endTool(span trace.Span, r *recorder, call *harness.ToolCall, res *harness.ToolResult) {
+func (e *Extension) endTool(ctx context.Context, span trace.Span, r *recorder, call *harness.ToolCall, res *harness.ToolResult) {
 	if e.cfg.capture {
 		r.content(semconv.GenAIToolCallArgumentsKey, string(call.Input))
 	}
@@ -481,6 +506,14 @@ func (e *Extension) endTool(span trace.Span, r *recorder, call *harness.ToolCall
 	r.kvs = append(r.kvs, KeyToolStatus.String(string(status)))
 	if e.cfg.capture {
 		r.content(semconv.GenAIToolCallResultKey, res.Content)
+		if len(res.Parts) > 0 {
+			b := e.getBuf()
+			me := e.newMediaEnc(ctx)
+			*b = appendParts(*b, res.Parts, &me)
+			r.encodedParts(KeyToolCallResultParts, string(*b), me.summary(), me.holes,
+				e.red != nil && !me.suspect && !partsMayContainSecret(res.Parts), nil)
+			e.putBuf(b)
+		}
 	}
 	switch status {
 	case harness.ToolOK, harness.ToolPending, harness.ToolCancelled, harness.ToolInterrupted, harness.ToolSuspended:

@@ -32,7 +32,7 @@ func TestAppendMessagesIsValidJSON(t *testing.T) {
 			{Type: "image"},
 		}},
 	}
-	b := appendMessages(nil, msgs)
+	b := appendMessages(nil, msgs, nil)
 	var got []struct {
 		Role  string           `json:"role"`
 		Parts []map[string]any `json:"parts"`
@@ -144,7 +144,8 @@ func TestHistoryCacheMatchesFullEncoding(t *testing.T) {
 	add := func(m harness.Message) { msgs = append(msgs, m) }
 	check := func(step string, in []harness.Message) {
 		t.Helper()
-		got, want := h.encode(in), string(appendMessages(nil, in))
+		got, _ := h.encode(context.Background(), nil, in)
+		want := string(appendMessages(nil, in, nil))
 		if got != want {
 			t.Fatalf("%s:\n got %s\nwant %s", step, got, want)
 		}
@@ -194,8 +195,14 @@ func TestMessageScanCoversEncoding(t *testing.T) {
 			{Type: harness.PartText, Text: "x"},
 			{Type: harness.PartReasoning, Text: "x"},
 			{Type: harness.PartToolCall, ToolCall: &harness.ToolCall{ID: "x", Name: "x", Input: json.RawMessage(`{"x":"x"}`)}},
-			{Type: harness.PartToolResult, ToolResult: &harness.ToolResult{CallID: "x", Content: "x"}},
+			{Type: harness.PartToolResult, ToolResult: &harness.ToolResult{CallID: "x", Content: "x",
+				Parts: []harness.Part{harness.Text("x"), harness.ImagePart([]byte("x"), "x/x")}}},
 			{Type: "x"},
+			harness.ImagePart([]byte("x"), "x/x").Named("x"),
+			harness.ImageURL("x"),
+			harness.FilePart("x", "x/x"),
+			harness.ImageURL("data:x/x;base64,eA=="),
+			{Type: harness.PartAudio}, // no media
 		}}
 		if set != nil {
 			set(&m)
@@ -204,7 +211,7 @@ func TestMessageScanCoversEncoding(t *testing.T) {
 	}
 	plain := build(nil)
 	for _, finish := range []string{"", "stop", "tool_call", "length", "content_filter"} {
-		enc := appendMessage(nil, &plain, finish)
+		enc := appendMessage(nil, &plain, finish, nil)
 		if mayContainSecret(&plain, finish) || redact.MayContainSecret(enc) {
 			t.Fatalf("the structure alone is suspect: %s", enc)
 		}
@@ -220,10 +227,26 @@ func TestMessageScanCoversEncoding(t *testing.T) {
 		"result call id": func(m *harness.Message) { m.Content[3].ToolResult.CallID = secret },
 		"result":         func(m *harness.Message) { m.Content[3].ToolResult.Content = secret },
 		"other type":     func(m *harness.Message) { m.Content[4].Type = harness.PartType(secret) },
+		"result text part": func(m *harness.Message) {
+			m.Content[3].ToolResult.Parts[0].Text = secret
+		},
+		"result media mime": func(m *harness.Message) {
+			m.Content[3].ToolResult.Parts[1].Media = &harness.Media{Data: []byte("x"), MIME: secret}
+		},
+		"media mime": func(m *harness.Message) { m.Content[5].Media = &harness.Media{Data: []byte("x"), MIME: secret} },
+		"media name": func(m *harness.Message) {
+			m.Content[5].Media = &harness.Media{Data: []byte("x"), MIME: "x/x", Name: secret}
+		},
+		"media uri": func(m *harness.Message) { m.Content[6].Media = &harness.Media{URI: "https://h/x?token=" + secret} },
+		"file id":   func(m *harness.Message) { m.Content[7].Media = &harness.Media{FileID: secret} },
+		"data uri type": func(m *harness.Message) {
+			m.Content[8].Media = &harness.Media{URI: "data:" + secret + ";base64,eA=="}
+		},
+		"no media type": func(m *harness.Message) { m.Content[9].Type = harness.PartType(secret) },
 	}
 	for name, set := range fields {
 		m := build(set)
-		enc := string(appendMessage(nil, &m, ""))
+		enc := string(appendMessage(nil, &m, "", nil))
 		if redact.Builtin().String(enc) == enc {
 			t.Fatalf("%s: the rules do not see the secret in %s", name, enc)
 		}
@@ -258,13 +281,21 @@ func TestMessageScanCoversEncoding(t *testing.T) {
 			}
 			m.Content[2].ToolCall = &harness.ToolCall{ID: str(), Name: str(), Input: in}
 			m.Content[3].ToolResult = &harness.ToolResult{CallID: str(), Content: str()}
+			// The strings of media parts in one message of four, so that
+			// enough messages stay clean.
+			if rng.IntN(4) == 0 {
+				m.Content[3].ToolResult.Parts = []harness.Part{harness.Text(str()), harness.ImagePart([]byte(str()+"x"), str())}
+				m.Content[5] = harness.ImagePart([]byte(str()+"x"), str()).Named(str())
+				m.Content[6] = harness.ImageURL(str() + "x")
+				m.Content[7] = harness.FilePart(str()+"x", str())
+			}
 		})
 		if mayContainSecret(&m, "") {
 			continue
 		}
 		clean++
 		// Clean means more than unchanged: no candidate word at all.
-		enc := string(appendMessage(nil, &m, ""))
+		enc := string(appendMessage(nil, &m, "", nil))
 		if redact.MayContainSecret(enc) {
 			t.Fatalf("called clean, but the rules find a candidate word in\n%q", enc)
 		}

@@ -64,6 +64,18 @@ const (
 
 	// KeyToolStatus is the tool call's harness.ToolStatus.
 	KeyToolStatus = attribute.Key("harnessx.tool.status")
+	// KeyToolCallResultParts is the JSON list, in the GenAI parts schema,
+	// of the parts a tool returned after its text (harness.ToolResult.Parts):
+	// text, and media as blob, uri or file parts. Captured content.
+	KeyToolCallResultParts = attribute.Key("harnessx.tool.call.result.parts")
+
+	// KeyUsageImageInputTokens and KeyUsageAudioInputTokens are the input
+	// tokens of images and audio, when the provider reports them apart
+	// (harness.Usage.ImageInputTokens, AudioInputTokens): parts of
+	// gen_ai.usage.input_tokens, for which the GenAI conventions have no
+	// key. Set when not zero.
+	KeyUsageImageInputTokens = attribute.Key("harnessx.usage.image.input_tokens")
+	KeyUsageAudioInputTokens = attribute.Key("harnessx.usage.audio.input_tokens")
 
 	// KeyPrompt and KeyCompletion are the older GenAI keys that LangSmith's
 	// OTel ingestion documents as a run's inputs and outputs; the extension

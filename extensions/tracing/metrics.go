@@ -21,8 +21,9 @@ import (
 const (
 	// MetricTokenDetail is a histogram of the tokens of one model request
 	// that the conventions have no gen_ai.token.type for, by
-	// [KeyTokenType]: cache_read and cache_creation (parts of the input
-	// tokens) and reasoning (a part of the output tokens). They are a
+	// [KeyTokenType]: cache_read, cache_creation, image and audio (parts
+	// of the input tokens; image and audio when the provider reports
+	// them) and reasoning (a part of the output tokens). They are a
 	// separate metric so that summing gen_ai.client.token.usage over its
 	// token types still counts each token once. Unit {token}.
 	MetricTokenDetail = "harnessx.client.token.usage.detail"
@@ -42,7 +43,7 @@ const (
 )
 
 // KeyTokenType is the token type of [MetricTokenDetail]: "cache_read",
-// "cache_creation" or "reasoning".
+// "cache_creation", "image", "audio" or "reasoning".
 const KeyTokenType = attribute.Key("harnessx.token.type")
 
 // Bucket boundaries: the GenAI conventions' advice for token counts and
@@ -90,7 +91,7 @@ func newMeters(mp metric.MeterProvider) (*meters, error) {
 		return nil, err
 	}
 	if ms.detail, err = m.Int64Histogram(MetricTokenDetail, metric.WithUnit("{token}"),
-		metric.WithDescription("Tokens of a model request by a type the GenAI conventions lack: cache_read and cache_creation (parts of the input tokens), reasoning (a part of the output tokens)."),
+		metric.WithDescription("Tokens of a model request by a type the GenAI conventions lack: cache_read, cache_creation, image and audio (parts of the input tokens), reasoning (a part of the output tokens)."),
 		metric.WithExplicitBucketBoundaries(tokenBuckets...)); err != nil {
 		return nil, err
 	}
@@ -119,6 +120,7 @@ type chatSets struct {
 	base                                []metric.AddOption
 	duration, input, output             []metric.RecordOption
 	cacheRead, cacheCreation, reasoning []metric.RecordOption
+	image, audio                        []metric.RecordOption
 }
 
 func chatAttrs(k chatKey) []attribute.KeyValue {
@@ -148,6 +150,8 @@ func newChatSets(k chatKey) *chatSets {
 		cacheRead:     recordOpts(kv, KeyTokenType.String("cache_read")),
 		cacheCreation: recordOpts(kv, KeyTokenType.String("cache_creation")),
 		reasoning:     recordOpts(kv, KeyTokenType.String("reasoning")),
+		image:         recordOpts(kv, KeyTokenType.String("image")),
+		audio:         recordOpts(kv, KeyTokenType.String("audio")),
 	}
 }
 
@@ -270,6 +274,12 @@ func (m *meters) recordModel(ctx context.Context, e *Extension, start time.Time,
 	}
 	if u.ReasoningTokens > 0 {
 		m.detail.Record(ctx, u.ReasoningTokens, s.reasoning...)
+	}
+	if u.ImageInputTokens > 0 {
+		m.detail.Record(ctx, u.ImageInputTokens, s.image...)
+	}
+	if u.AudioInputTokens > 0 {
+		m.detail.Record(ctx, u.AudioInputTokens, s.audio...)
 	}
 	if !resp.FirstChunkAt.IsZero() {
 		m.ttfc.Float64Histogram.Record(ctx, resp.FirstChunkAt.Sub(start).Seconds(), s.duration...)

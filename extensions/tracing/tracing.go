@@ -72,6 +72,9 @@ type Option func(*config)
 //   - the built-in secret rules on (internal/redact, the rules the flight
 //     recorder applies), no redactor function;
 //   - max attribute bytes DefaultMaxAttributeBytes (64 KiB);
+//   - media parts by reference, without their bytes; with
+//     WithCaptureMediaBytes, bytes up to DefaultMaxMediaBytes (32 KiB) a
+//     part; no part uploader;
 //   - provider name from the provider (harness.ProviderNamer), else
 //     learnt from the responses ("unknown" until then);
 //   - no gen_ai.prompt / gen_ai.completion copies;
@@ -92,6 +95,10 @@ type config struct {
 	maxBytes     int
 	providerName string
 	promptKeys   bool
+	// media parts
+	mediaBytes    bool
+	maxMediaBytes int
+	uploader      PartUploader
 }
 
 // WithTracerProvider sets the TracerProvider the spans are created with.
@@ -153,6 +160,50 @@ func WithMaxAttributeBytes(n int) Option {
 	return func(c *config) { c.maxBytes = n }
 }
 
+// WithCaptureMediaBytes makes captured messages and tool results carry
+// the bytes of their inline media parts (images, documents, audio) as
+// blob parts, base64 as the GenAI conventions say, up to
+// [WithMaxMediaBytes] a part. Default off: an inline part is recorded as
+// a uri part whose uri is its artifact reference (or the
+// [WithPartUploader] URI), with its size and SHA-256. A part over the cap
+// is recorded that way too, marked "truncated": true, and counts its
+// value as truncated. It has no effect with content capture off. The
+// bytes count towards [WithMaxAttributeBytes]: a value cut there is cut
+// JSON, so raise that cap with this option.
+func WithCaptureMediaBytes(on bool) Option {
+	return func(c *config) { c.mediaBytes = on }
+}
+
+// WithMaxMediaBytes caps the bytes of one media part that
+// [WithCaptureMediaBytes] records inline at n. Default
+// [DefaultMaxMediaBytes] (32 KiB); n must be positive.
+func WithMaxMediaBytes(n int) Option {
+	return func(c *config) { c.maxMediaBytes = n }
+}
+
+// WithPartUploader sets a function that stores the bytes of an inline
+// media part and returns a URI for them, which the span records in place
+// of the part's artifact reference (artifact:sha256:<hex>), as
+// OpenTelemetry's GenAI utilities upload content through a hook and keep
+// a reference. It is called for each inline part whose bytes a captured
+// value does not carry (all of them by default; with
+// [WithCaptureMediaBytes], those over the cap), once per distinct bytes:
+// the extension remembers the URIs by SHA-256 (up to 1024, then it starts
+// afresh). It runs on the goroutine that ends the span, so it may hold up
+// the run: it should be quick or bound its own time. ctx is the span's
+// context without its cancellation. It must be safe for concurrent use.
+// An error or a panic is counted ([Stats].UploadErrors) and logged at
+// Warn, and the span records the artifact reference: the run never fails
+// for it, and the part is tried again the next time it is recorded. An
+// empty URI without an error declines the part, which keeps its
+// reference. The URI passes through the built-in secret rules and the
+// [WithRedactor] function like the rest of the value. It is not called
+// with content capture off, nor for spans that are not recorded (not
+// sampled).
+func WithPartUploader(up PartUploader) Option {
+	return func(c *config) { c.uploader = up }
+}
+
 // WithProviderName sets gen_ai.provider.name and ls_provider for requests
 // whose provider does not name itself (harness.ProviderNamer, which the
 // harnessx providers implement) and whose response names none, failed
@@ -200,6 +251,8 @@ type Extension struct {
 	// request encodes (and redacts) only the messages added since the
 	// previous one.
 	history historyCache
+	// uploads remembers the part uploader's URIs by SHA-256.
+	uploads uploadCache
 	bufs    sync.Pool // *[]byte
 	kvs     sync.Pool // *[]attribute.KeyValue
 
@@ -216,7 +269,7 @@ var (
 
 // New returns a tracing extension configured by opts.
 func New(opts ...Option) *Extension {
-	e := &Extension{cfg: config{capture: true, maxBytes: DefaultMaxAttributeBytes}}
+	e := &Extension{cfg: config{capture: true, maxBytes: DefaultMaxAttributeBytes, maxMediaBytes: DefaultMaxMediaBytes}}
 	for _, o := range opts {
 		o(&e.cfg)
 	}
@@ -262,6 +315,9 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 	}
 	if c.maxBytes <= 0 {
 		return &ConfigError{Option: "WithMaxAttributeBytes", Reason: fmt.Sprintf("%d is not positive", c.maxBytes)}
+	}
+	if c.maxMediaBytes <= 0 {
+		return &ConfigError{Option: "WithMaxMediaBytes", Reason: fmt.Sprintf("%d is not positive", c.maxMediaBytes)}
 	}
 	if !e.installed.CompareAndSwap(false, true) {
 		return ErrAlreadyInstalled
@@ -338,13 +394,18 @@ type Stats struct {
 	// Redacted counts captured values that the built-in secret rules or
 	// the redactor function changed.
 	Redacted int64
-	// Truncated counts captured values cut at the attribute cap, and
-	// TruncatedBytes the bytes cut from them.
+	// Truncated counts captured values cut at the attribute cap or
+	// holding a media part over the byte cap of [WithCaptureMediaBytes],
+	// and TruncatedBytes the bytes cut from them and the sizes of those
+	// parts.
 	Truncated, TruncatedBytes int64
+	// UploadErrors counts the calls of the [WithPartUploader] function
+	// that failed (an error or a panic).
+	UploadErrors int64
 }
 
 type counters struct {
-	runs, model, tools, errors, redacted, truncated, truncatedBytes atomic.Int64
+	runs, model, tools, errors, redacted, truncated, truncatedBytes, uploadErrors atomic.Int64
 }
 
 // Stats returns the counts so far.
@@ -358,5 +419,6 @@ func (e *Extension) Stats() Stats {
 		Redacted:       s.redacted.Load(),
 		Truncated:      s.truncated.Load(),
 		TruncatedBytes: s.truncatedBytes.Load(),
+		UploadErrors:   s.uploadErrors.Load(),
 	}
 }

@@ -68,7 +68,9 @@
 // The API reports cache reads and writes apart from input_tokens, so the
 // harness InputTokens, which is inclusive, is input_tokens +
 // cache_read_input_tokens + cache_creation_input_tokens; thinking tokens are
-// ReasoningTokens. [WithPromptCaching] puts cache_control breakpoints on the
+// ReasoningTokens. The API does not report the tokens of images and
+// documents apart: they are in input_tokens, and ImageInputTokens and
+// AudioInputTokens stay zero. [WithPromptCaching] puts cache_control breakpoints on the
 // last tool definition, the system prompt and the last stable message (the
 // one before the newest), the prefix that harness.PrefixKey identifies.
 //

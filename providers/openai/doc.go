@@ -62,7 +62,9 @@
 //
 // prompt_tokens already counts cached tokens, so it is InputTokens as is;
 // prompt_tokens_details.cached_tokens is CacheReadInputTokens,
-// cache_write_tokens CacheCreationInputTokens and
+// cache_write_tokens CacheCreationInputTokens,
+// prompt_tokens_details.image_tokens and audio_tokens ImageInputTokens and
+// AudioInputTokens (parts of InputTokens, as the API counts them), and
 // completion_tokens_details.reasoning_tokens ReasoningTokens.
 // [WithPromptCacheKey] sends the harness's prefix key as prompt_cache_key.
 //

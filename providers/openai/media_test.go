@@ -81,6 +81,25 @@ func TestMediaRequest(t *testing.T) {
 	}
 }
 
+// TestMediaUsage: the image and audio prompt tokens the API reports apart
+// (prompt_tokens_details.image_tokens and audio_tokens) are carried as
+// parts of InputTokens, which stays prompt_tokens.
+func TestMediaUsage(t *testing.T) {
+	srv := replay.New(provtest.Fixture("media_usage.json"))
+	defer srv.Close()
+	p := newTestProvider(t, srv, WithPartSupport(func(string, harness.PartType) bool { return true }))
+	resp, err := p.Generate(context.Background(), &harness.ModelRequest{Model: "gpt-audio", Messages: []harness.Message{
+		harness.UserParts(harness.Text("What is in these?"), harness.ImagePart(pngBytes, "image/png"), harness.AudioPart(wavBytes, "audio/wav")),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := harness.Usage{InputTokens: 1210, OutputTokens: 9, ImageInputTokens: 1020, AudioInputTokens: 150}
+	if resp.Usage != want {
+		t.Errorf("usage %+v, want %+v", resp.Usage, want)
+	}
+}
+
 // canonical re-encodes JSON with sorted keys.
 func canonical(t *testing.T, b json.RawMessage) string {
 	t.Helper()

@@ -218,6 +218,8 @@ func (r *reply) response() *harness.ModelResponse {
 			CacheReadInputTokens:     u.PromptTokensDetails.CachedTokens,
 			CacheCreationInputTokens: u.PromptTokensDetails.CacheWriteTokens,
 			ReasoningTokens:          u.CompletionTokensDetails.ReasoningTokens,
+			ImageInputTokens:         u.PromptTokensDetails.ImageTokens,
+			AudioInputTokens:         u.PromptTokensDetails.AudioTokens,
 		},
 		Model:        r.model,
 		ID:           r.id,
