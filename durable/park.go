@@ -159,6 +159,15 @@ func (rt *Runtime) openApproval(dc dbos.Context, runID string) (*approvalInput, 
 		}
 		return nil, nil
 	}
+	// A finished run's decisions go with its rows, and its approval's
+	// workflow may not have ended yet: it is not paused.
+	run, err := rt.runRow(dc, "resume", runID)
+	if err != nil {
+		return nil, err
+	}
+	if s := run.Status; s == dbos.WorkflowStatusSuccess || s == dbos.WorkflowStatusError {
+		return nil, nil
+	}
 	return &in, nil
 }
 

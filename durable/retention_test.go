@@ -245,7 +245,7 @@ func TestCloseLogsNoError(t *testing.T) {
 				t.Fatalf("%+v %v", res, err)
 			}
 			if _, err := rt.Resume(ctx, res.RunID, harness.Approve(res.Pending[0].ID)); err != nil {
-				t.Fatal(err)
+				t.Fatalf("%v\n%s", err, strings.Join(c.lines(), "\n"))
 			}
 			id, err := rt.Submit(ctx, "ask", "go")
 			if err != nil {

@@ -984,7 +984,8 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		rs.asked.Store(true) // the decisions are kept with the answers
 		out := toOutput(res)
 		id := runID + "/approval/" + strconv.Itoa(n)
-		if _, err := dbos.RunWorkflow(ctx, approvalWorkflow, approvalInput{RunID: runID, Seq: n, Paused: out}, dbos.WithWorkflowID(id)); err != nil {
+		h, err := dbos.RunWorkflow(ctx, approvalWorkflow, approvalInput{RunID: runID, Seq: n, Paused: out}, dbos.WithWorkflowID(id))
+		if err != nil {
 			return runOutput{}, rs.fence(err)
 		}
 		rt.notify()
@@ -1004,6 +1005,8 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		if err := dbos.Send(rt.dctx, id, decisions, decisionsTopic, dbos.WithIdempotencyKey(id)); err != nil {
 			rt.cfg.logger.Warn("durable: cannot close an answered approval", "run_id", runID, "error", err)
 		}
+		// It ends before the run goes on, as a question's does (runner.Ask).
+		_, _ = h.GetResult(dbos.WithHandleTimeout(askSettle), dbos.WithHandlePollingInterval(rt.cfg.poll))
 		res, err = agent.Resume(hctx, decisions...)
 		if err != nil && res == nil {
 			return runOutput{}, fmt.Errorf("durable: resume run %s: %w", runID, err)

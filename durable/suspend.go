@@ -101,6 +101,7 @@ func (rt *Runtime) park(ctx dbos.Context, rs *runState, waits []string) (runOutp
 		return runOutput{}, rs.fence(err)
 	}
 	rs.parked.Store(true)
+	rt.cfg.logger.Debug("durable: run parks", "run_id", rs.runID, "execution", rs.epoch, "waits", waits)
 	rt.cfg.logs.parking.Store(rs.runID, struct{}{})
 	// Cancelled from outside the workflow: DBOS writes no step for it,
 	// and the row loses its owner, so this execution records nothing
@@ -137,6 +138,9 @@ func (rt *Runtime) wake(ctx context.Context, runID string) (woken bool, err erro
 	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
 	if err != nil {
 		return false, errors.Join(err, db.releaseWake(ctx, runID))
+	}
+	if len(ws) > 0 {
+		rt.cfg.logger.Debug("durable: waking a parked run", "run_id", runID, "status", ws[0].Status)
 	}
 	switch {
 	case len(ws) == 0:
