@@ -83,41 +83,47 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 	}
 	inner := inStep(ctx)
 	out := make([]*harness.ToolResult, len(steps))
-	names := make([]string, len(steps))
-	todo := make([]int, len(steps))
+	calls := make([]toolCall, len(steps))
 	for i, s := range steps {
-		names[i] = s.Key
+		calls[i] = toolCall{name: s.Key, todo: true}
 		if s.Resumed {
-			names[i] += "/resume"
+			calls[i].name += "/resume"
 		}
-		todo[i] = i
 	}
-	for again := 1; len(todo) > 0; again++ {
-		ran := make([]bool, len(steps))
-		r.toolRound(rs, inner, steps, names, todo, ran, out, fn)
-		next := todo[:0]
-		for _, i := range todo {
-			if !ran[i] && out[i] != nil && out[i].Status == harness.ToolSuspended {
+	for again, n := 1, len(steps); n > 0; again++ {
+		r.toolRound(rs, inner, steps, calls, n, out, fn)
+		n = 0
+		for i := range calls {
+			c := &calls[i]
+			c.todo = c.todo && !c.ran && out[i] != nil && out[i].Status == harness.ToolSuspended
+			if c.todo {
 				// Recorded by an execution that parked: the question is
 				// answered, or the call parks the run again.
-				names[i] = steps[i].Key + "/answered/" + strconv.Itoa(again)
-				next = append(next, i)
+				c.name = steps[i].Key + "/answered/" + strconv.Itoa(again)
+				n++
 			}
+			c.ran = false
 		}
-		todo = next
 	}
 	r.rt.snapshot(rs, steps[len(steps)-1].Key)
 	return out
 }
 
-// toolRound runs the calls todo as steps named names[i], in parallel when
-// there are several, and sets out[i], and ran[i] when the call ran in this
-// execution rather than replayed.
-func (r *runner) toolRound(rs *runState, inner context.Context, steps []*harness.Step, names []string, todo []int, ran []bool, out []*harness.ToolResult, fn func(ctx context.Context, i int) *harness.ToolResult) {
+// toolCall is a call of a group the runner runs: its step's name, whether
+// it runs in this round (todo), and whether it ran in this execution
+// rather than replayed (ran).
+type toolCall struct {
+	name      string
+	todo, ran bool
+}
+
+// toolRound runs the n calls marked todo as steps, in parallel when there
+// are several, sets out[i], and marks those that ran in this execution.
+func (r *runner) toolRound(rs *runState, inner context.Context, steps []*harness.Step, calls []toolCall, n int, out []*harness.ToolResult, fn func(ctx context.Context, i int) *harness.ToolResult) {
 	body := func(i int) func(context.Context) (*harness.ToolResult, error) {
-		s, name := steps[i], names[i]
+		s, c := steps[i], &calls[i]
 		return func(context.Context) (res *harness.ToolResult, err error) {
-			ran[i] = true
+			c.ran = true
 			defer func() {
 				if p := recover(); p != nil {
 					// A result, not the step's error: DBOS records errors in plain text.
@@ -127,41 +133,46 @@ func (r *runner) toolRound(rs *runState, inner context.Context, steps []*harness
 			if rs.fenced.Load() {
 				return stepError(s, errFenced), nil
 			}
-			start, fresh, err := r.rt.mark(inner, rs, name)
+			start, fresh, err := r.rt.mark(inner, rs, c.name)
 			if err != nil {
 				return stepError(s, fmt.Errorf("record that the call starts: %w", err)), nil
 			}
-			c := context.WithValue(inner, callKey{}, callInfo{rs, s, start})
+			ctx := context.WithValue(inner, callKey{}, callInfo{rs, s, start})
 			if !fresh && s.Replay != harness.ReplaySafe {
-				return fn(harness.InterruptedContext(c), i), nil
+				return fn(harness.InterruptedContext(ctx), i), nil
 			}
-			return fn(c, i), nil
+			return fn(ctx, i), nil
 		}
 	}
-	if len(todo) == 1 {
-		i := todo[0]
-		res, err := dbos.RunAsStep(rs.wf, body(i), dbos.WithStepName(names[i]))
-		if rs.fence(err) != nil {
-			res = stepError(steps[i], err)
+	if n == 1 {
+		for i := range calls {
+			if calls[i].todo {
+				res, err := dbos.RunAsStep(rs.wf, body(i), dbos.WithStepName(calls[i].name))
+				if rs.fence(err) != nil {
+					res = stepError(steps[i], err)
+				}
+				out[i] = res
+			}
 		}
-		out[i] = res
 		return
 	}
-	chans := make([]<-chan dbos.StepOutcome[*harness.ToolResult], len(todo))
-	for k, i := range todo {
-		ch, err := dbos.Go(rs.wf, body(i), dbos.WithStepName(names[i]))
+	chans := make([]<-chan dbos.StepOutcome[*harness.ToolResult], len(calls))
+	for i := range calls {
+		if !calls[i].todo {
+			continue
+		}
+		ch, err := dbos.Go(rs.wf, body(i), dbos.WithStepName(calls[i].name))
 		if rs.fence(err) != nil {
 			out[i] = stepError(steps[i], err)
 			continue
 		}
-		chans[k] = ch
+		chans[i] = ch
 	}
-	for k, ch := range chans {
+	for i, ch := range chans {
 		if ch == nil {
 			continue
 		}
 		o := <-ch
-		i := todo[k]
 		out[i] = o.Result
 		if rs.fence(o.Err) != nil {
 			out[i] = stepError(steps[i], o.Err)
