@@ -160,7 +160,13 @@ func has(names []string, name string) bool {
 
 func run(t *testing.T, a *harness.Agent, input string) *harness.RunResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return runWithin(t, a, input, 30*time.Second)
+}
+
+// runWithin is run with a deadline of d.
+func runWithin(t *testing.T, a *harness.Agent, input string, d time.Duration) *harness.RunResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	r, err := a.Run(ctx, input)
 	if err != nil {

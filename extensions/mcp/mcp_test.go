@@ -155,7 +155,9 @@ func TestHugeResultSpilled(t *testing.T) {
 	)
 	a := newAgent(t, p, mcp.New(mcp.WithServer("files", memServer(t, testserver.New(testserver.Options{})))),
 		harness.WithExtensions(spill.New()))
-	r := run(t, a, "go")
+	// 10 MB through the SDK's decoder, the adapter and spill takes about
+	// 10 s of CPU under -race: a loaded machine needs more than run's 30 s.
+	r := runWithin(t, a, "go", 2*time.Minute)
 	got := results(r)["c2"]
 	if got == nil || got.IsError {
 		t.Fatalf("big result: %+v", got)
