@@ -60,7 +60,8 @@
 // recording's session snapshot lists from that store, checks their size
 // and SHA-256, and includes them; one that cannot be fetched is named
 // with the reason. Everything is
-// redacted again on the way.
+// redacted again on the way. Fetching from S3, and -o s3://, need a
+// flightrec built with -tags s3 (see S3 below).
 //
 // Events name the media parts (images, documents, audio) a run sent or
 // received by reference, "artifact:sha256:<hex>", and the session
@@ -76,7 +77,17 @@
 // object, once (an existing object is not replaced), with the
 // credentials, region and endpoint of AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, AWS_REGION and AWS_ENDPOINT_URL_S3; they never
-// go into the bundle. An export that takes more than a second
+// go into the bundle.
+//
+// S3: the default build of flightrec leaves the S3 client (minio-go and
+// its dependencies, about 40 packages) out, so that a first build is
+// quicker; given s3://, it fails at once saying so, and names the results
+// held in S3 as not included. A build with S3 support:
+//
+//	go install -tags s3 ./cmd/flightrec      # in a clone of harnessx
+//	go run -tags s3 ./cmd/flightrec export …
+//
+// An export that takes more than a second
 // shows its progress on standard error: bytes and events read of the
 // journal's total, and the rate since the start (rewritten in place on a
 // terminal, a line every two seconds elsewhere). A missing output

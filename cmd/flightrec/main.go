@@ -71,11 +71,14 @@ type app struct {
 	pushBackoff push.Backoff
 	// serving, if set, is told the URL ui serves on.
 	serving func(url string)
+	// s3 writes s3:// exports and fetches artifacts from S3; nil in a
+	// build without -tags s3.
+	s3 s3Support
 }
 
 func newApp(ctx context.Context, stdout, stderr io.Writer) *app {
 	return &app{ctx: ctx, stdout: stdout, stderr: stderr, getenv: os.Getenv,
-		pollInterval: 500 * time.Millisecond, progressDelay: time.Second}
+		pollInterval: 500 * time.Millisecond, progressDelay: time.Second, s3: defaultS3()}
 }
 
 const usage = `usage: flightrec <command> [flags] [args]
@@ -293,6 +296,9 @@ func (a *app) cmdExport(args []string) error {
 	if *runID != "" && *last {
 		return usagef("export: --run and --last exclude each other")
 	}
+	if isS3(*out) && a.s3 == nil {
+		return failf("export: cannot write to S3: %s (or export to a file and upload that)", noS3)
+	}
 	root := rootDir(*dir)
 	recs, err := recordings.Scan(root)
 	if err != nil {
@@ -353,7 +359,7 @@ func (a *app) cmdExport(args []string) error {
 	rep.Start()
 	var m *flight.Manifest
 	if isS3(*out) {
-		m, err = a.writeS3Export(a.ctx, *out, rec.Dir, opts)
+		m, err = a.s3.Export(a.ctx, *out, rec.Dir, opts, a.getenv)
 	} else {
 		m, err = writeExport(a.ctx, stdout, *out, rec.Dir, opts)
 	}
