@@ -143,7 +143,10 @@
 // $LANGSMITH_PROJECT. A refused or reset connection, a timeout and a 5xx
 // or 429 answer are retried with backoff (100ms doubling to 2s) until
 // --timeout (default 30s) has passed; push then fails naming the last
-// error. Other answers (such as 400 or 401) fail at once. Spans whose
+// error. While it waits it is not silent: when an attempt fails and will
+// be retried, or nothing has answered within half a second, it says once
+// on standard error what it waits for (the endpoint), why (connection
+// refused, still sending) and until when (--timeout). Other answers (such as 400 or 401) fail at once. Spans whose
 // resource names no service (none, or the SDK's "unknown_service:…"
 // default) are sent under --service, else the bundle's service (the
 // manifest's: the recorded spans' service name, else the agent's name),

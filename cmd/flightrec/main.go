@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/harnessx/harnessx/internal/otlpjson"
 	"github.com/harnessx/harnessx/internal/otlpspans"
 	"github.com/harnessx/harnessx/internal/recording"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 )
 
 func main() {
@@ -69,6 +71,9 @@ type app struct {
 	progressDelay time.Duration
 	// pushBackoff paces the retries of push.
 	pushBackoff push.Backoff
+	// pushNotice is how long push waits for an answer before it says
+	// that it is waiting.
+	pushNotice time.Duration
 	// serving, if set, is told the URL ui serves on.
 	serving func(url string)
 	// s3 writes s3:// exports and fetches artifacts from S3; nil in a
@@ -78,7 +83,8 @@ type app struct {
 
 func newApp(ctx context.Context, stdout, stderr io.Writer) *app {
 	return &app{ctx: ctx, stdout: stdout, stderr: stderr, getenv: os.Getenv,
-		pollInterval: 500 * time.Millisecond, progressDelay: time.Second, s3: defaultS3()}
+		pollInterval: 500 * time.Millisecond, progressDelay: time.Second, pushNotice: 500 * time.Millisecond,
+		s3: defaultS3()}
 }
 
 const usage = `usage: flightrec <command> [flags] [args]
@@ -604,7 +610,8 @@ func (a *app) cmdPush(args []string) error {
 		svc = b.Manifest.Service
 	}
 	push.NameService(req, svc)
-	if err := push.Send(a.ctx, target, req, *timeout, a.pushBackoff); err != nil {
+	err = a.sendWaiting(target, req, n, *timeout)
+	if err != nil {
 		var gu *push.GiveUpError
 		if errors.As(err, &gu) {
 			return failf("push: %s: no success within --timeout %s (%d attempts): %v", target.Display, *timeout, gu.Attempts, gu.Err)
@@ -613,4 +620,30 @@ func (a *app) cmdPush(args []string) error {
 	}
 	fmt.Fprintf(stdout, "pushed %d spans to %s\n", n, target.Display)
 	return nil
+}
+
+// sendWaiting sends the n spans of req to target, and says on stderr,
+// once, that it is waiting, and for what, when the endpoint has not
+// answered within pushNotice or an attempt failed and will be retried:
+// a push to an endpoint that is not up is not silent until --timeout.
+func (a *app) sendWaiting(target push.Target, req *coltracepb.ExportTraceServiceRequest, n int, timeout time.Duration) error {
+	var mu sync.Mutex
+	said, done := false, false
+	say := func(why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if said || done {
+			return
+		}
+		said = true
+		fmt.Fprintf(a.stderr, "flightrec: push: waiting for %s to take %s: %s; retrying until --timeout %s (interrupt to stop)\n",
+			target.Display, count(n, "span", "spans"), why, timeout)
+	}
+	timer := time.AfterFunc(a.pushNotice, func() { say(fmt.Sprintf("still sending after %s", a.pushNotice)) })
+	err := push.Send(a.ctx, target, req, timeout, a.pushBackoff, func(_ int, err error) { say(push.Cause(err)) })
+	timer.Stop()
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	return err
 }
