@@ -44,7 +44,8 @@
 // # export
 //
 // Export builds an incident bundle from a journal and writes it to FILE
-// (- for standard output). It exports the run given by --run, the run that
+// (- for standard output; given a directory, it writes
+// incident-<recording>[-<run>].tar.gz in it). It exports the run given by --run, the run that
 // started last with --last, or else the whole recording given by
 // --recording (default: the one with the latest event). A torn last line
 // left by a killed process is skipped and counted in the manifest.
@@ -162,7 +163,9 @@
 // and out summed over the model calls, and the spans that record an
 // error, with the error type. A run is a root invoke_agent span with its
 // descendants; a subagent's spans belong to the run that called it. With
-// --json it prints the runs' summaries as JSON.
+// --json it prints the runs' summaries as JSON. A --traces or --dir that
+// does not exist is an error, for runs and trace alike, and "no runs"
+// names the default paths that do not exist.
 //
 // # trace
 //
@@ -192,7 +195,8 @@
 // prompts and tool results, so ui listens on loopback addresses only and
 // answers only requests for a loopback host name; --listen-any allows
 // another address (anyone who can reach it can read the traces). It runs
-// until interrupted.
+// until interrupted. A port that is taken is said to be, with how to pick
+// another.
 //
 // # Exit status
 //

@@ -336,6 +336,10 @@ func (a *app) cmdExport(args []string) error {
 	default:
 		rec = recs[len(recs)-1]
 	}
+	if fi, err := os.Stat(*out); err == nil && fi.IsDir() && !isS3(*out) {
+		// -o DIR writes into DIR, as cp does.
+		*out = filepath.Join(*out, bundleName(rec.Name, *runID))
+	}
 	opts := flight.ExportOptions{RunID: *runID, IncludeArtifacts: *arts}
 	if *arts {
 		// Results spilled to the shared artifact store are fetched from it.
@@ -402,6 +406,23 @@ func (a *app) cmdExport(args []string) error {
 		fmt.Fprintf(stderr, "flightrec: export: media part %s not included: %s\n", mp.URI, mp.Reason)
 	}
 	return nil
+}
+
+// bundleName is the file name export gives a bundle written into a
+// directory: incident-<recording>[-<run>].tar.gz, with any character
+// that does not belong in a file name replaced by "_".
+func bundleName(recording, runID string) string {
+	name := "incident-" + recording
+	if runID != "" {
+		name += "-" + runID
+	}
+	safe := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, name)
+	return safe + ".tar.gz"
 }
 
 func countParts(m *flight.Manifest) int {
