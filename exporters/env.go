@@ -65,6 +65,10 @@ func FromEnv(ctx context.Context, opts ...Option) (*Provider, error) {
 	return p, nil
 }
 
+// flightrecInstall says how to get the flightrec command, as the README
+// does: the module is not on the Go module proxy, so from a clone.
+const flightrecInstall = "in a clone of github.com/harnessx/harnessx: go install ./cmd/flightrec"
+
 // announce says once, at Info level, where the spans of a provider built
 // by FromEnv go and how to look at them, so that a file appearing in the
 // working directory is never a surprise.
@@ -78,7 +82,7 @@ func announce(l *slog.Logger, backends []Backend) {
 		case "file":
 			l.Info("exporters: spans go to a local file", "file", b.Target,
 				"view", "flightrec runs --traces "+b.Target+"; flightrec ui --traces "+b.Target,
-				"install", "go install github.com/harnessx/harnessx/cmd/flightrec@latest")
+				"install", flightrecInstall)
 		case "otlp":
 			l.Info("exporters: spans go to an OTLP/HTTP endpoint", "url", b.Target)
 		case "langsmith":
