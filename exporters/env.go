@@ -37,7 +37,10 @@ import (
 //
 // Shutting the provider down flushes every backend.
 func FromEnv(ctx context.Context, opts ...Option) (*Provider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bFromEnv, opts)
+	if err != nil {
+		return nil, err
+	}
 	names, err := selectBackends(&c)
 	if err != nil {
 		return nil, err
