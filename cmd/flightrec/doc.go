@@ -10,7 +10,7 @@
 // Usage:
 //
 //	flightrec list    [--dir DIR] [--json]
-//	flightrec export  [--dir DIR] [--run ID | --last] [--recording NAME] [--include-artifacts] -o FILE|s3://BUCKET/PREFIX/NAME
+//	flightrec export  [--dir DIR] [--run ID | --last] [--recording NAME] [--include-artifacts] -o FILE|DIR|s3://BUCKET/PREFIX/NAME
 //	flightrec show    [--json] FILE
 //	flightrec verify  FILE
 //	flightrec push    [--endpoint URL | --langsmith] [--timeout D] [--service NAME] FILE

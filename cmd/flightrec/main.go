@@ -92,7 +92,8 @@ const usage = `usage: flightrec <command> [flags] [args]
 commands:
   list    [--dir DIR] [--json]                  list recordings, runs and incidents
   export  [--dir DIR] [--run ID | --last] [--recording NAME]
-          [--include-artifacts] -o FILE|s3://…  build an incident bundle from a journal
+          [--include-artifacts] -o FILE|DIR|s3://…
+                                                build an incident bundle from a journal
   show    [--json] FILE                         print a bundle's timeline
   verify  FILE                                  check every member's checksum
   push    [--endpoint URL | --langsmith] [--timeout D] FILE
@@ -291,7 +292,7 @@ func (a *app) cmdExport(args []string) error {
 	last := fs.Bool("last", false, "export only the run that started last")
 	recName := fs.String("recording", "", "recording (session directory) to export; default the most recent")
 	arts := fs.Bool("include-artifacts", false, "include the recorded artifacts (spilled results and the like)")
-	out := fs.String("o", "", "output file (.tar.gz); - for standard output; s3://bucket/prefix/name.tar.gz for S3 (AWS_* variables)")
+	out := fs.String("o", "", "output file (.tar.gz), or a directory to write it in; - for standard output; s3://bucket/prefix/name.tar.gz for S3 (AWS_* variables; a build with -tags s3)")
 	if _, err := parse(fs, stdout, stderr, args, 0, ""); err != nil {
 		return err
 	}
