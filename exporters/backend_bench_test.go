@@ -25,7 +25,7 @@ func BenchmarkBackendQueue(b *testing.B) {
 	}
 	_ = tp.Shutdown(context.Background())
 	spans := rec.Ended()
-	c := newConfig(nil)
+	c := settings(nil)
 	cases := []struct {
 		name    string
 		sampled bool

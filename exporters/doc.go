@@ -20,6 +20,49 @@
 //	defer tp.Shutdown(context.WithoutCancel(ctx))
 //	agent, err := harness.New(..., harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
 //
+// # Options: which builder takes which
+//
+// The builders share one [Option] type. Each option applies to the
+// builders marked below (its doc says so too), and a builder given an
+// option that does not apply to it returns an error that matches
+// [ErrOptionNotApplicable] and names the option and the builders it
+// applies to, rather than ignoring it. The span builders are [NewOTLP],
+// [NewLangSmith], [NewFile], [NewStdout] and [FromEnv]; the meter
+// builders [NewOTLPMeters], [NewFileMeters], [NewStdoutMeters] and
+// [MetersFromEnv]. FromEnv and MetersFromEnv take the options of every
+// backend they may build. [TracesFile] and [MetricsFile] read only the
+// file options and ignore the rest.
+//
+//	                           spans                                     metrics
+//	option                     OTLP  LangSmith  File  Stdout  FromEnv    OTLP  File  Stdout  FromEnv
+//	WithServiceName            x     x          x     x       x          x     x     x       x
+//	WithResource               x     x          x     x       x          x     x     x       x
+//	WithLogger                 x     x          x     x       x          x     x     x       x
+//	WithExportTimeout          x     x          x     x       x          x     x     x       x
+//	WithQueueSize              x     x          x     x       x          -     -     -       -
+//	WithBatchSize              x     x          x     x       x          -     -     -       -
+//	WithBatchTimeout           x     x          x     x       x          -     -     -       -
+//	WithSpanProcessor          x     x          x     x       x          -     -     -       -
+//	WithIDGenerator            x     x          x     x       x          -     -     -       -
+//	WithTracerProviderOptions  x     x          x     x       x          -     -     -       -
+//	WithTailSampling           x     x          x     x       x          -     -     -       -
+//	WithEndpointURL            x     -          -     -       x          -     -     -       -
+//	WithHeaders                x     -          -     -       x          x     -     -       x
+//	WithHTTPClient             x     x          -     -       x          x     -     -       x
+//	WithLangSmithEndpoint      -     x          -     -       x          -     -     -       -
+//	WithAPIKey                 -     x          -     -       x          -     -     -       -
+//	WithProject                -     x          -     -       x          -     -     -       -
+//	WithFile                   -     -          x     -       x          -     -     -       -
+//	WithFileWriter             -     -          x     -       x          -     -     -       -
+//	WithStdoutWriter           -     -          -     x       x          -     -     x       x
+//	WithPrettyPrint            -     -          -     x       x          -     -     x       x
+//	WithMetricsEndpointURL     -     -          -     -       -          x     -     -       x
+//	WithMetricsFile            -     -          -     -       -          -     x     -       x
+//	WithMetricsFileWriter      -     -          -     -       -          -     x     -       x
+//	WithMetricInterval         -     -          -     -       -          x     x     x       x
+//	WithMetricReader           -     -          -     -       -          x     x     x       x
+//	WithMeterProviderOptions   -     -          -     -       -          x     x     x       x
+//
 // # Metrics
 //
 // The same backends take metrics: [NewOTLPMeters] (OTLP/HTTP to

@@ -37,7 +37,10 @@ import (
 //
 // Shutting the provider down flushes every backend.
 func FromEnv(ctx context.Context, opts ...Option) (*Provider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bFromEnv, opts)
+	if err != nil {
+		return nil, err
+	}
 	names, err := selectBackends(&c)
 	if err != nil {
 		return nil, err
@@ -65,6 +68,10 @@ func FromEnv(ctx context.Context, opts ...Option) (*Provider, error) {
 	return p, nil
 }
 
+// flightrecInstall says how to get the flightrec command, as the README
+// does: the module is not on the Go module proxy, so from a clone.
+const flightrecInstall = "in a clone of github.com/harnessx/harnessx: go install ./cmd/flightrec"
+
 // announce says once, at Info level, where the spans of a provider built
 // by FromEnv go and how to look at them, so that a file appearing in the
 // working directory is never a surprise.
@@ -78,7 +85,7 @@ func announce(l *slog.Logger, backends []Backend) {
 		case "file":
 			l.Info("exporters: spans go to a local file", "file", b.Target,
 				"view", "flightrec runs --traces "+b.Target+"; flightrec ui --traces "+b.Target,
-				"install", "go install github.com/harnessx/harnessx/cmd/flightrec@latest")
+				"install", flightrecInstall)
 		case "otlp":
 			l.Info("exporters: spans go to an OTLP/HTTP endpoint", "url", b.Target)
 		case "langsmith":

@@ -264,7 +264,7 @@ func TestFromEnvAnnounces(t *testing.T) {
 		{"the default file", nil, []string{
 			`level=INFO msg="exporters: spans go to a local file" file={DIR}/.harnessx/traces.jsonl`,
 			`view="flightrec runs --traces {DIR}/.harnessx/traces.jsonl; flightrec ui --traces {DIR}/.harnessx/traces.jsonl"`,
-			`install="go install github.com/harnessx/harnessx/cmd/flightrec@latest"`,
+			`install="in a clone of github.com/harnessx/harnessx: go install ./cmd/flightrec"`,
 		}},
 		{"an OTLP endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, []string{
 			`msg="exporters: spans go to an OTLP/HTTP endpoint" url=http://127.0.0.1:4318/v1/traces`,

@@ -16,6 +16,11 @@ var (
 	// ErrUnknownExporter is returned by [FromEnv] for a name in
 	// OTEL_TRACES_EXPORTER that it does not know.
 	ErrUnknownExporter = errors.New("exporters: unknown exporter")
+	// ErrOptionNotApplicable is matched (errors.Is) by the error a builder
+	// returns when given an option that does not apply to it, such as
+	// [WithFile] given to [NewOTLP]; the error names the option and the
+	// builders it applies to.
+	ErrOptionNotApplicable = errors.New("exporters: option does not apply to this builder")
 	// ErrSpansLost is wrapped by the [*LossError] that [Provider.ForceFlush]
 	// and [Provider.Shutdown] return when spans did not reach a backend.
 	ErrSpansLost = errors.New("exporters: spans lost")

@@ -31,7 +31,10 @@ import (
 // request body with Content-Type application/json. flightrec ui and
 // flightrec runs read the file.
 func NewFile(ctx context.Context, opts ...Option) (*Provider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bFile, opts)
+	if err != nil {
+		return nil, err
+	}
 	spec, err := fileBackend(ctx, &c)
 	if err != nil {
 		return nil, err
@@ -42,7 +45,7 @@ func NewFile(ctx context.Context, opts ...Option) (*Provider, error) {
 // TracesFile returns the path the file backend would use with opts: the
 // [WithFile] path, else HARNESSX_TRACES_FILE, else .harnessx/traces.jsonl.
 func TracesFile(opts ...Option) string {
-	c := newConfig(opts)
+	c := settings(opts)
 	return tracesFile(&c)
 }
 

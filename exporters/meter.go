@@ -64,31 +64,45 @@ const (
 // OTEL_EXPORTER_OTLP_METRICS_ENDPOINT as is, else
 // OTEL_EXPORTER_OTLP_ENDPOINT + "/v1/metrics", else
 // http://localhost:4318/v1/metrics.
-func WithMetricsEndpointURL(u string) Option { return func(c *config) { c.meter.endpoint = u } }
+// Applies to: [NewOTLPMeters], [MetersFromEnv].
+func WithMetricsEndpointURL(u string) Option {
+	return option("WithMetricsEndpointURL", bOTLPMeters|bMetersFromEnv, func(c *config) { c.meter.endpoint = u })
+}
 
 // WithMetricsFile sets the path of the metrics JSON-lines file, over
 // HARNESSX_METRICS_FILE. Default .harnessx/metrics.jsonl.
-func WithMetricsFile(path string) Option { return func(c *config) { c.meter.filePath = path } }
+// Applies to: [NewFileMeters], [MetersFromEnv].
+func WithMetricsFile(path string) Option {
+	return option("WithMetricsFile", bFileMeters|bMetersFromEnv, func(c *config) { c.meter.filePath = path })
+}
 
 // WithMetricsFileWriter makes the file meter backend write its JSON lines
 // to w instead of a file. The provider does not close w.
-func WithMetricsFileWriter(w io.Writer) Option { return func(c *config) { c.meter.writer = w } }
+// Applies to: [NewFileMeters], [MetersFromEnv].
+func WithMetricsFileWriter(w io.Writer) Option {
+	return option("WithMetricsFileWriter", bFileMeters|bMetersFromEnv, func(c *config) { c.meter.writer = w })
+}
 
 // WithMetricInterval sets how often each meter backend exports. Default:
 // OTEL_METRIC_EXPORT_INTERVAL (milliseconds), else 60s.
-func WithMetricInterval(d time.Duration) Option { return func(c *config) { c.meter.interval = d } }
+// Applies to: the meter builders ([NewOTLPMeters], [NewFileMeters], [NewStdoutMeters], [MetersFromEnv]).
+func WithMetricInterval(d time.Duration) Option {
+	return option("WithMetricInterval", bMeters, func(c *config) { c.meter.interval = d })
+}
 
 // WithMetricReader adds a reader to the meter providers the builders
 // make, after the backends' own: an sdkmetric.ManualReader in a test, a
 // Prometheus exporter in a server.
+// Applies to: the meter builders.
 func WithMetricReader(r sdkmetric.Reader) Option {
-	return func(c *config) { c.meter.readers = append(c.meter.readers, r) }
+	return option("WithMetricReader", bMeters, func(c *config) { c.meter.readers = append(c.meter.readers, r) })
 }
 
 // WithMeterProviderOptions passes options to sdkmetric.NewMeterProvider,
 // such as views. They apply after the provider's own resource and readers.
+// Applies to: the meter builders.
 func WithMeterProviderOptions(opts ...sdkmetric.Option) Option {
-	return func(c *config) { c.meter.options = append(c.meter.options, opts...) }
+	return option("WithMeterProviderOptions", bMeters, func(c *config) { c.meter.options = append(c.meter.options, opts...) })
 }
 
 // NewOTLPMeters returns a meter provider that sends metrics over OTLP/HTTP
@@ -101,7 +115,10 @@ func WithMeterProviderOptions(opts ...sdkmetric.Option) Option {
 // (headers, compression, certificates, temporality preference) are
 // honoured as the otlpmetrichttp package documents. It does not connect.
 func NewOTLPMeters(ctx context.Context, opts ...Option) (*MeterProvider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bOTLPMeters, opts)
+	if err != nil {
+		return nil, err
+	}
 	spec, err := otlpMeterBackend(ctx, &c)
 	if err != nil {
 		return nil, err
@@ -120,7 +137,10 @@ func NewOTLPMeters(ctx context.Context, opts ...Option) (*MeterProvider, error) 
 // turned into OTLP/JSON (enums as numbers, exemplar trace and span IDs in
 // hex).
 func NewFileMeters(ctx context.Context, opts ...Option) (*MeterProvider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bFileMeters, opts)
+	if err != nil {
+		return nil, err
+	}
 	spec, err := fileMeterBackend(ctx, &c)
 	if err != nil {
 		return nil, err
@@ -132,7 +152,10 @@ func NewFileMeters(ctx context.Context, opts ...Option) (*MeterProvider, error) 
 // standard output (or the [WithStdoutWriter] writer) with the stdoutmetric
 // exporter; [WithPrettyPrint] indents them.
 func NewStdoutMeters(ctx context.Context, opts ...Option) (*MeterProvider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bStdoutMeters, opts)
+	if err != nil {
+		return nil, err
+	}
 	spec, err := stdoutMeterBackend(&c)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,10 @@ import (
 // by the SDK's periodic readers ([WithMetricInterval] wins over the
 // first; the timeout is [WithExportTimeout], default 10s).
 func MetersFromEnv(ctx context.Context, opts ...Option) (*MeterProvider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bMetersFromEnv, opts)
+	if err != nil {
+		return nil, err
+	}
 	names, err := selectMeterBackends(&c)
 	if err != nil {
 		return nil, err

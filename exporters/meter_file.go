@@ -27,7 +27,7 @@ import (
 // opts: the [WithMetricsFile] path, else HARNESSX_METRICS_FILE, else
 // .harnessx/metrics.jsonl.
 func MetricsFile(opts ...Option) string {
-	c := newConfig(opts)
+	c := settings(opts)
 	return metricsFile(&c)
 }
 

@@ -1,19 +1,86 @@
 package exporters
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	sdkresource "go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// Option configures the builders ([NewOTLP], [NewLangSmith], [NewFile],
-// [NewStdout], [FromEnv]). An option that does not concern a builder's
-// backends is ignored by it. Options override the environment.
+// Option configures the builders: [NewOTLP], [NewLangSmith], [NewFile],
+// [NewStdout] and [FromEnv] for spans, [NewOTLPMeters], [NewFileMeters],
+// [NewStdoutMeters] and [MetersFromEnv] for metrics. Each option's doc
+// says which builders it applies to (the package doc has the table); a
+// builder given an option that does not apply to it returns an error
+// wrapping [ErrOptionNotApplicable], naming the option and the builders
+// it applies to. Options override the environment.
 type Option func(*config)
+
+// builder is a set of this package's builders, one bit each.
+type builder uint16
+
+const (
+	bOTLP builder = 1 << iota
+	bLangSmith
+	bFile
+	bStdout
+	bFromEnv
+	bOTLPMeters
+	bFileMeters
+	bStdoutMeters
+	bMetersFromEnv
+
+	bSpans  = bOTLP | bLangSmith | bFile | bStdout | bFromEnv
+	bMeters = bOTLPMeters | bFileMeters | bStdoutMeters | bMetersFromEnv
+	bAll    = bSpans | bMeters
+)
+
+// String names the builders of b, in the order of the package doc.
+func (b builder) String() string {
+	names := []string{"NewOTLP", "NewLangSmith", "NewFile", "NewStdout", "FromEnv",
+		"NewOTLPMeters", "NewFileMeters", "NewStdoutMeters", "MetersFromEnv"}
+	var out []string
+	for i, n := range names {
+		if b&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// given is an option a builder received: its name and the builders it
+// applies to.
+type given struct {
+	name string
+	to   builder
+}
+
+// option makes the Option name, which applies to the builders to and
+// sets what set sets.
+func option(name string, to builder, set func(*config)) Option {
+	return func(c *config) {
+		c.given = append(c.given, given{name, to})
+		set(c)
+	}
+}
+
+// optionError is an option given to a builder it does not apply to.
+type optionError struct {
+	builder builder
+	given
+}
+
+func (e *optionError) Error() string {
+	return fmt.Sprintf("exporters: %s: %s does not apply to it (it applies to %s)", e.builder, e.name, e.to)
+}
+
+func (e *optionError) Is(target error) bool { return target == ErrOptionNotApplicable }
 
 // config holds the builders' settings. Defaults:
 //   - service name: OTEL_SERVICE_NAME, else "harnessx" (OTEL_RESOURCE_ATTRIBUTES
@@ -32,6 +99,8 @@ type Option func(*config)
 //     [WithTailSampling]);
 //   - ID generator: [RunTraceIDs].
 type config struct {
+	given []given // the options, for the builder's check
+
 	serviceName string
 	resource    *sdkresource.Resource
 
@@ -76,7 +145,21 @@ const (
 	defaultExportTimeout = 10 * time.Second
 )
 
-func newConfig(opts []Option) config {
+// newConfig applies opts for the builder b; it fails, naming them, when
+// some of them do not apply to b.
+func newConfig(b builder, opts []Option) (config, error) {
+	c := settings(opts)
+	var errs []error
+	for _, g := range c.given {
+		if g.to&b == 0 {
+			errs = append(errs, &optionError{b, g})
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// settings applies opts, whatever builder they apply to.
+func settings(opts []Option) config {
 	var c config
 	for _, o := range opts {
 		if o != nil {
@@ -106,99 +189,151 @@ func newConfig(opts []Option) config {
 
 // WithServiceName sets the service.name resource attribute, over
 // OTEL_SERVICE_NAME. Default: OTEL_SERVICE_NAME, else "harnessx".
-func WithServiceName(name string) Option { return func(c *config) { c.serviceName = name } }
+// Applies to: every builder.
+func WithServiceName(name string) Option {
+	return option("WithServiceName", bAll, func(c *config) { c.serviceName = name })
+}
 
 // WithResource replaces the resource the spans carry; WithServiceName and
 // the OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES variables are then
 // ignored.
-func WithResource(r *sdkresource.Resource) Option { return func(c *config) { c.resource = r } }
+// Applies to: every builder.
+func WithResource(r *sdkresource.Resource) Option {
+	return option("WithResource", bAll, func(c *config) { c.resource = r })
+}
 
 // WithEndpointURL sets the full URL the OTLP/HTTP backend posts spans to,
 // path included (for Jaeger or a collector: http://host:4318/v1/traces).
 // An http URL sends in clear text, an https URL over TLS.
-func WithEndpointURL(u string) Option { return func(c *config) { c.endpoint = u } }
+// Applies to: [NewOTLP], [FromEnv]; for metrics, [WithMetricsEndpointURL].
+func WithEndpointURL(u string) Option {
+	return option("WithEndpointURL", bOTLP|bFromEnv, func(c *config) { c.endpoint = u })
+}
 
 // WithHeaders sets HTTP headers the OTLP/HTTP backend sends with each
 // export, instead of OTEL_EXPORTER_OTLP_HEADERS.
+// Applies to: [NewOTLP], [FromEnv], [NewOTLPMeters], [MetersFromEnv].
 func WithHeaders(h map[string]string) Option {
-	return func(c *config) {
+	return option("WithHeaders", bOTLP|bFromEnv|bOTLPMeters|bMetersFromEnv, func(c *config) {
 		c.headers = make(map[string]string, len(h))
 		for k, v := range h {
 			c.headers[k] = v
 		}
-	}
+	})
 }
 
 // WithLangSmithEndpoint sets LangSmith's base URL, over LANGSMITH_ENDPOINT;
 // spans go to base + "/otel/v1/traces".
-func WithLangSmithEndpoint(base string) Option { return func(c *config) { c.lsEndpoint = base } }
+// Applies to: [NewLangSmith], [FromEnv].
+func WithLangSmithEndpoint(base string) Option {
+	return option("WithLangSmithEndpoint", bLangSmith|bFromEnv, func(c *config) { c.lsEndpoint = base })
+}
 
 // WithAPIKey sets the LangSmith API key, over LANGSMITH_API_KEY. It is
 // sent in the x-api-key header.
-func WithAPIKey(key string) Option { return func(c *config) { c.lsAPIKey = key } }
+// Applies to: [NewLangSmith], [FromEnv].
+func WithAPIKey(key string) Option {
+	return option("WithAPIKey", bLangSmith|bFromEnv, func(c *config) { c.lsAPIKey = key })
+}
 
 // WithProject sets the LangSmith project, over LANGSMITH_PROJECT. It is
 // sent in the Langsmith-Project header; without one LangSmith uses its
 // default project.
-func WithProject(name string) Option { return func(c *config) { c.lsProject = name } }
+// Applies to: [NewLangSmith], [FromEnv].
+func WithProject(name string) Option {
+	return option("WithProject", bLangSmith|bFromEnv, func(c *config) { c.lsProject = name })
+}
 
 // WithFile sets the path of the OTLP JSON-lines file, over
 // HARNESSX_TRACES_FILE. Missing directories are created.
-func WithFile(path string) Option { return func(c *config) { c.filePath = path } }
+// Applies to: [NewFile], [FromEnv]; for metrics, [WithMetricsFile].
+func WithFile(path string) Option {
+	return option("WithFile", bFile|bFromEnv, func(c *config) { c.filePath = path })
+}
 
 // WithFileWriter makes the file backend write its JSON lines to w instead
 // of a file. The provider does not close w.
-func WithFileWriter(w io.Writer) Option { return func(c *config) { c.fileWriter = w } }
+// Applies to: [NewFile], [FromEnv]; for metrics, [WithMetricsFileWriter].
+func WithFileWriter(w io.Writer) Option {
+	return option("WithFileWriter", bFile|bFromEnv, func(c *config) { c.fileWriter = w })
+}
 
 // WithStdoutWriter makes the stdout backend write to w instead of os.Stdout.
-func WithStdoutWriter(w io.Writer) Option { return func(c *config) { c.stdoutWriter = w } }
+// Applies to: [NewStdout], [FromEnv], [NewStdoutMeters], [MetersFromEnv].
+func WithStdoutWriter(w io.Writer) Option {
+	return option("WithStdoutWriter", bStdout|bFromEnv|bStdoutMeters|bMetersFromEnv, func(c *config) { c.stdoutWriter = w })
+}
 
 // WithPrettyPrint indents the stdout backend's JSON.
-func WithPrettyPrint() Option { return func(c *config) { c.prettyPrint = true } }
+// Applies to: [NewStdout], [FromEnv], [NewStdoutMeters], [MetersFromEnv].
+func WithPrettyPrint() Option {
+	return option("WithPrettyPrint", bStdout|bFromEnv|bStdoutMeters|bMetersFromEnv, func(c *config) { c.prettyPrint = true })
+}
 
 // WithLogger sets the logger that reports lost spans. Default:
 // slog.Default() when the builder is called.
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+// Applies to: every builder.
+func WithLogger(l *slog.Logger) Option {
+	return option("WithLogger", bAll, func(c *config) { c.logger = l })
+}
 
 // WithQueueSize bounds the spans each backend holds before export. Spans
 // that end while the queue is full are dropped and counted, never waited
 // for; with tail sampling, spans of traces kept only by the probabilistic
 // share are shed first (see [Stats].Shed). Default 2048.
-func WithQueueSize(n int) Option { return func(c *config) { c.queueSize = n } }
+// Applies to: the span builders ([NewOTLP], [NewLangSmith], [NewFile], [NewStdout], [FromEnv]).
+func WithQueueSize(n int) Option {
+	return option("WithQueueSize", bSpans, func(c *config) { c.queueSize = n })
+}
 
 // WithBatchSize sets the largest batch sent in one export. Default 512,
 // at most the queue size.
-func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
+// Applies to: the span builders.
+func WithBatchSize(n int) Option {
+	return option("WithBatchSize", bSpans, func(c *config) { c.batchSize = n })
+}
 
 // WithBatchTimeout sets how long a span may wait for its batch to fill
 // before it is sent. Default 2s.
-func WithBatchTimeout(d time.Duration) Option { return func(c *config) { c.batchTimeout = d } }
+// Applies to: the span builders.
+func WithBatchTimeout(d time.Duration) Option {
+	return option("WithBatchTimeout", bSpans, func(c *config) { c.batchTimeout = d })
+}
 
 // WithExportTimeout bounds one export, retries included. Default 10s.
-func WithExportTimeout(d time.Duration) Option { return func(c *config) { c.exportTimeout = d } }
+// Applies to: every builder.
+func WithExportTimeout(d time.Duration) Option {
+	return option("WithExportTimeout", bAll, func(c *config) { c.exportTimeout = d })
+}
 
 // WithHTTPClient sets the HTTP client of the OTLP and LangSmith backends.
-func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+// Applies to: [NewOTLP], [NewLangSmith], [FromEnv], [NewOTLPMeters], [MetersFromEnv].
+func WithHTTPClient(hc *http.Client) Option {
+	return option("WithHTTPClient", bOTLP|bLangSmith|bFromEnv|bOTLPMeters|bMetersFromEnv, func(c *config) { c.httpClient = hc })
+}
 
 // WithSpanProcessor adds a span processor to the provider, after the
 // backends' own; the flight recorder's processor is one.
+// Applies to: the span builders.
 func WithSpanProcessor(sp sdktrace.SpanProcessor) Option {
-	return func(c *config) { c.processors = append(c.processors, sp) }
+	return option("WithSpanProcessor", bSpans, func(c *config) { c.processors = append(c.processors, sp) })
 }
 
 // WithIDGenerator sets the provider's ID generator. Default: [RunTraceIDs],
 // which derives a run's trace ID from its run ID. nil gives the SDK's own
 // generator: random IDs for every span. An ID generator given with
 // [WithTracerProviderOptions] takes precedence.
+// Applies to: the span builders.
 func WithIDGenerator(g sdktrace.IDGenerator) Option {
-	return func(c *config) { c.idGen, c.idGenSet = g, true }
+	return option("WithIDGenerator", bSpans, func(c *config) { c.idGen, c.idGenSet = g, true })
 }
 
 // WithTracerProviderOptions passes options to sdktrace.NewTracerProvider,
 // such as a sampler or an ID generator. They apply after the provider's
 // own resource and processors.
+// Applies to: the span builders.
 func WithTracerProviderOptions(opts ...sdktrace.TracerProviderOption) Option {
-	return func(c *config) { c.tpOptions = append(c.tpOptions, opts...) }
+	return option("WithTracerProviderOptions", bSpans, func(c *config) { c.tpOptions = append(c.tpOptions, opts...) })
 }
 
 // WithTailSampling puts a [TailSampler] with opts in front of the
@@ -209,6 +344,7 @@ func WithTracerProviderOptions(opts ...sdktrace.TracerProviderOption) Option {
 // sampler's counts in Stats.TailSampling. It overrides the
 // HARNESSX_TAIL_SAMPLING variables; a bad option makes the builder return
 // an error wrapping [ErrInvalidTailSampling].
+// Applies to: the span builders.
 func WithTailSampling(opts ...TailOption) Option {
-	return func(c *config) { c.tailOpts, c.tailSet = append([]TailOption(nil), opts...), true }
+	return option("WithTailSampling", bSpans, func(c *config) { c.tailOpts, c.tailSet = append([]TailOption(nil), opts...), true })
 }

@@ -25,7 +25,10 @@ import (
 // NewOTLP does not connect: an unreachable backend shows as failed exports
 // in [Provider.Stats], never as a slow run.
 func NewOTLP(ctx context.Context, opts ...Option) (*Provider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bOTLP, opts)
+	if err != nil {
+		return nil, err
+	}
 	spec, err := otlpBackend(ctx, &c)
 	if err != nil {
 		return nil, err
@@ -43,7 +46,10 @@ func NewOTLP(ctx context.Context, opts ...Option) (*Provider, error) {
 // LangSmith reads the langsmith.* and gen_ai.* attributes the tracing
 // extension sets: span kinds, model and provider, usage and prompts.
 func NewLangSmith(ctx context.Context, opts ...Option) (*Provider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bLangSmith, opts)
+	if err != nil {
+		return nil, err
+	}
 	spec, err := langSmithBackend(ctx, &c)
 	if err != nil {
 		return nil, err

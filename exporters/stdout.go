@@ -12,7 +12,10 @@ import (
 // stdouttrace exporter: handy while developing. [WithPrettyPrint] indents
 // them.
 func NewStdout(ctx context.Context, opts ...Option) (*Provider, error) {
-	c := newConfig(opts)
+	c, err := newConfig(bStdout, opts)
+	if err != nil {
+		return nil, err
+	}
 	spec, err := stdoutBackend(&c)
 	if err != nil {
 		return nil, err

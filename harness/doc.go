@@ -3,6 +3,65 @@
 // extensions add features to it through middleware, interceptors, hooks,
 // prompt providers and saved state.
 //
+// # A traced agent
+//
+// A tool, a model, the tracing extension and one run; the program runs as
+// Example_agent of github.com/harnessx/harnessx/extensions/tracing, whose
+// imports are context, bytes, fmt, and the harnessx packages harness,
+// harness/harnesstest, exporters and extensions/tracing:
+//
+//	ctx := context.Background()
+//
+//	// A tool: its input schema is inferred from the struct.
+//	weather := harness.MustTool(harness.NewTool("get_weather", "Report the weather of a city.",
+//		func(ctx context.Context, in struct {
+//			City string `json:"city"`
+//		}) (string, error) {
+//			return in.City + ": 18°C, light rain", nil
+//		}))
+//
+//	// A model: scripted here; providers/anthropic or providers/openai for real.
+//	model := harnesstest.NewScriptedProvider(
+//		harnesstest.CallTool("call_1", "get_weather", `{"city":"Lisbon"}`),
+//		harnesstest.Reply("Lisbon: 18°C with light rain."),
+//	)
+//
+//	// Spans: OTLP JSON lines into a buffer here; exporters.FromEnv(ctx)
+//	// sends them to Jaeger, LangSmith or .harnessx/traces.jsonl, as the
+//	// environment says.
+//	var spans bytes.Buffer
+//	tp, err := exporters.NewFile(ctx, exporters.WithFileWriter(&spans))
+//	if err != nil {
+//		panic(err)
+//	}
+//
+//	agent, err := harness.New(
+//		harness.WithName("weather"),
+//		harness.WithProvider(model),
+//		harness.WithModel("claude-haiku-5-5"),
+//		harness.WithSystemPrompt("You are a concise weather assistant."),
+//		harness.WithTools(weather),
+//		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+//	)
+//	if err != nil {
+//		panic(err)
+//	}
+//	res, err := agent.Run(ctx, "What's the weather in Lisbon?")
+//	if err != nil {
+//		panic(err)
+//	}
+//	fmt.Println(res.Status, res.Steps, res.Text)
+//
+//	_ = agent.Close(ctx)
+//	_ = tp.Shutdown(ctx) // flushes the spans
+//	fmt.Println("spans:", tp.Stats().Exported)
+//
+// It prints "completed 2 Lisbon: 18°C with light rain." and "spans: 4":
+// the agent span, two chat spans and the tool's span. The rest of this
+// documentation is the engine's contract: the run loop, tools, the order
+// of middleware, interceptors and hooks, extensions, sessions, durable
+// execution and subagents.
+//
 // # Runs
 //
 // [New] builds an agent from options; [Agent.Run] runs one user turn: a

@@ -326,7 +326,7 @@ func (f *fileStorage) Put(ctx context.Context, s StorageScope, key string, value
 		return errors.New("the value is not valid JSON")
 	}
 	dir := f.scopeDir(s)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, ".tmp-*")

@@ -350,3 +350,28 @@ func TestNestedStorageSessionFails(t *testing.T) {
 		t.Errorf("Err of a bad session ID: %v", err)
 	}
 }
+
+// TestFileStorageDirectoriesPrivate checks that the file store creates
+// its directories, .harnessx included, 0700.
+func TestFileStorageDirectoriesPrivate(t *testing.T) {
+	state := filepath.Join(t.TempDir(), ".harnessx")
+	b := harness.NewFileStorage(filepath.Join(state, "storage"))
+	scope := harness.StorageScope{Namespace: "web", Session: "s1"}
+	if err := b.Put(context.Background(), scope, "queries/a", json.RawMessage(`"a"`)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	filepath.WalkDir(state, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		n++
+		if fi, err := d.Info(); err == nil && fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s has mode %v, want 0700", p, fi.Mode().Perm())
+		}
+		return nil
+	})
+	if n < 2 {
+		t.Errorf("%d directories under %s", n, state)
+	}
+}

@@ -10,7 +10,7 @@
 // Usage:
 //
 //	flightrec list    [--dir DIR] [--json]
-//	flightrec export  [--dir DIR] [--run ID | --last] [--recording NAME] [--include-artifacts] -o FILE|s3://BUCKET/PREFIX/NAME
+//	flightrec export  [--dir DIR] [--run ID | --last] [--recording NAME] [--include-artifacts] -o FILE|DIR|s3://BUCKET/PREFIX/NAME
 //	flightrec show    [--json] FILE
 //	flightrec verify  FILE
 //	flightrec push    [--endpoint URL | --langsmith] [--timeout D] [--service NAME] FILE
@@ -44,7 +44,8 @@
 // # export
 //
 // Export builds an incident bundle from a journal and writes it to FILE
-// (- for standard output). It exports the run given by --run, the run that
+// (- for standard output; given a directory, it writes
+// incident-<recording>[-<run>].tar.gz in it). It exports the run given by --run, the run that
 // started last with --last, or else the whole recording given by
 // --recording (default: the one with the latest event). A torn last line
 // left by a killed process is skipped and counted in the manifest.
@@ -60,7 +61,8 @@
 // recording's session snapshot lists from that store, checks their size
 // and SHA-256, and includes them; one that cannot be fetched is named
 // with the reason. Everything is
-// redacted again on the way.
+// redacted again on the way. Fetching from S3, and -o s3://, need a
+// flightrec built with -tags s3 (see S3 below).
 //
 // Events name the media parts (images, documents, audio) a run sent or
 // received by reference, "artifact:sha256:<hex>", and the session
@@ -76,7 +78,17 @@
 // object, once (an existing object is not replaced), with the
 // credentials, region and endpoint of AWS_ACCESS_KEY_ID,
 // AWS_SECRET_ACCESS_KEY, AWS_REGION and AWS_ENDPOINT_URL_S3; they never
-// go into the bundle. An export that takes more than a second
+// go into the bundle.
+//
+// S3: the default build of flightrec leaves the S3 client (minio-go and
+// its dependencies, about 40 packages) out, so that a first build is
+// quicker; given s3://, it fails at once saying so, and names the results
+// held in S3 as not included. A build with S3 support:
+//
+//	go install -tags s3 ./cmd/flightrec      # in a clone of harnessx
+//	go run -tags s3 ./cmd/flightrec export …
+//
+// An export that takes more than a second
 // shows its progress on standard error: bytes and events read of the
 // journal's total, and the rate since the start (rewritten in place on a
 // terminal, a line every two seconds elsewhere). A missing output
@@ -132,7 +144,10 @@
 // $LANGSMITH_PROJECT. A refused or reset connection, a timeout and a 5xx
 // or 429 answer are retried with backoff (100ms doubling to 2s) until
 // --timeout (default 30s) has passed; push then fails naming the last
-// error. Other answers (such as 400 or 401) fail at once. Spans whose
+// error. While it waits it is not silent: when an attempt fails and will
+// be retried, or nothing has answered within half a second, it says once
+// on standard error what it waits for (the endpoint), why (connection
+// refused, still sending) and until when (--timeout). Other answers (such as 400 or 401) fail at once. Spans whose
 // resource names no service (none, or the SDK's "unknown_service:…"
 // default) are sent under --service, else the bundle's service (the
 // manifest's: the recorded spans' service name, else the agent's name),
@@ -148,7 +163,9 @@
 // and out summed over the model calls, and the spans that record an
 // error, with the error type. A run is a root invoke_agent span with its
 // descendants; a subagent's spans belong to the run that called it. With
-// --json it prints the runs' summaries as JSON.
+// --json it prints the runs' summaries as JSON. A --traces or --dir that
+// does not exist is an error, for runs and trace alike, and "no runs"
+// names the default paths that do not exist.
 //
 // # trace
 //
@@ -178,7 +195,8 @@
 // prompts and tool results, so ui listens on loopback addresses only and
 // answers only requests for a loopback host name; --listen-any allows
 // another address (anyone who can reach it can read the traces). It runs
-// until interrupted.
+// until interrupted. A port that is taken is said to be, with how to pick
+// another.
 //
 // # Exit status
 //

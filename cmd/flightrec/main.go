@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/harnessx/harnessx/internal/otlpjson"
 	"github.com/harnessx/harnessx/internal/otlpspans"
 	"github.com/harnessx/harnessx/internal/recording"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 )
 
 func main() {
@@ -69,13 +71,20 @@ type app struct {
 	progressDelay time.Duration
 	// pushBackoff paces the retries of push.
 	pushBackoff push.Backoff
+	// pushNotice is how long push waits for an answer before it says
+	// that it is waiting.
+	pushNotice time.Duration
 	// serving, if set, is told the URL ui serves on.
 	serving func(url string)
+	// s3 writes s3:// exports and fetches artifacts from S3; nil in a
+	// build without -tags s3.
+	s3 s3Support
 }
 
 func newApp(ctx context.Context, stdout, stderr io.Writer) *app {
 	return &app{ctx: ctx, stdout: stdout, stderr: stderr, getenv: os.Getenv,
-		pollInterval: 500 * time.Millisecond, progressDelay: time.Second}
+		pollInterval: 500 * time.Millisecond, progressDelay: time.Second, pushNotice: 500 * time.Millisecond,
+		s3: defaultS3()}
 }
 
 const usage = `usage: flightrec <command> [flags] [args]
@@ -83,7 +92,8 @@ const usage = `usage: flightrec <command> [flags] [args]
 commands:
   list    [--dir DIR] [--json]                  list recordings, runs and incidents
   export  [--dir DIR] [--run ID | --last] [--recording NAME]
-          [--include-artifacts] -o FILE|s3://…  build an incident bundle from a journal
+          [--include-artifacts] -o FILE|DIR|s3://…
+                                                build an incident bundle from a journal
   show    [--json] FILE                         print a bundle's timeline
   verify  FILE                                  check every member's checksum
   push    [--endpoint URL | --langsmith] [--timeout D] FILE
@@ -282,7 +292,7 @@ func (a *app) cmdExport(args []string) error {
 	last := fs.Bool("last", false, "export only the run that started last")
 	recName := fs.String("recording", "", "recording (session directory) to export; default the most recent")
 	arts := fs.Bool("include-artifacts", false, "include the recorded artifacts (spilled results and the like)")
-	out := fs.String("o", "", "output file (.tar.gz); - for standard output; s3://bucket/prefix/name.tar.gz for S3 (AWS_* variables)")
+	out := fs.String("o", "", "output file (.tar.gz), or a directory to write it in; - for standard output; s3://bucket/prefix/name.tar.gz for S3 (AWS_* variables; a build with -tags s3)")
 	if _, err := parse(fs, stdout, stderr, args, 0, ""); err != nil {
 		return err
 	}
@@ -292,6 +302,9 @@ func (a *app) cmdExport(args []string) error {
 	}
 	if *runID != "" && *last {
 		return usagef("export: --run and --last exclude each other")
+	}
+	if isS3(*out) && a.s3 == nil {
+		return failf("export: cannot write to S3: %s (or export to a file and upload that)", noS3)
 	}
 	root := rootDir(*dir)
 	recs, err := recordings.Scan(root)
@@ -324,6 +337,10 @@ func (a *app) cmdExport(args []string) error {
 	default:
 		rec = recs[len(recs)-1]
 	}
+	if fi, err := os.Stat(*out); err == nil && fi.IsDir() && !isS3(*out) {
+		// -o DIR writes into DIR, as cp does.
+		*out = filepath.Join(*out, bundleName(rec.Name, *runID))
+	}
 	opts := flight.ExportOptions{RunID: *runID, IncludeArtifacts: *arts}
 	if *arts {
 		// Results spilled to the shared artifact store are fetched from it.
@@ -353,7 +370,7 @@ func (a *app) cmdExport(args []string) error {
 	rep.Start()
 	var m *flight.Manifest
 	if isS3(*out) {
-		m, err = a.writeS3Export(a.ctx, *out, rec.Dir, opts)
+		m, err = a.s3.Export(a.ctx, *out, rec.Dir, opts, a.getenv)
 	} else {
 		m, err = writeExport(a.ctx, stdout, *out, rec.Dir, opts)
 	}
@@ -390,6 +407,23 @@ func (a *app) cmdExport(args []string) error {
 		fmt.Fprintf(stderr, "flightrec: export: media part %s not included: %s\n", mp.URI, mp.Reason)
 	}
 	return nil
+}
+
+// bundleName is the file name export gives a bundle written into a
+// directory: incident-<recording>[-<run>].tar.gz, with any character
+// that does not belong in a file name replaced by "_".
+func bundleName(recording, runID string) string {
+	name := "incident-" + recording
+	if runID != "" {
+		name += "-" + runID
+	}
+	safe := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '_'
+	}, name)
+	return safe + ".tar.gz"
 }
 
 func countParts(m *flight.Manifest) int {
@@ -598,7 +632,8 @@ func (a *app) cmdPush(args []string) error {
 		svc = b.Manifest.Service
 	}
 	push.NameService(req, svc)
-	if err := push.Send(a.ctx, target, req, *timeout, a.pushBackoff); err != nil {
+	err = a.sendWaiting(target, req, n, *timeout)
+	if err != nil {
 		var gu *push.GiveUpError
 		if errors.As(err, &gu) {
 			return failf("push: %s: no success within --timeout %s (%d attempts): %v", target.Display, *timeout, gu.Attempts, gu.Err)
@@ -607,4 +642,30 @@ func (a *app) cmdPush(args []string) error {
 	}
 	fmt.Fprintf(stdout, "pushed %d spans to %s\n", n, target.Display)
 	return nil
+}
+
+// sendWaiting sends the n spans of req to target, and says on stderr,
+// once, that it is waiting, and for what, when the endpoint has not
+// answered within pushNotice or an attempt failed and will be retried:
+// a push to an endpoint that is not up is not silent until --timeout.
+func (a *app) sendWaiting(target push.Target, req *coltracepb.ExportTraceServiceRequest, n int, timeout time.Duration) error {
+	var mu sync.Mutex
+	said, done := false, false
+	say := func(why string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if said || done {
+			return
+		}
+		said = true
+		fmt.Fprintf(a.stderr, "flightrec: push: waiting for %s to take %s: %s; retrying until --timeout %s (interrupt to stop)\n",
+			target.Display, count(n, "span", "spans"), why, timeout)
+	}
+	timer := time.AfterFunc(a.pushNotice, func() { say(fmt.Sprintf("still sending after %s", a.pushNotice)) })
+	err := push.Send(a.ctx, target, req, timeout, a.pushBackoff, func(_ int, err error) { say(push.Cause(err)) })
+	timer.Stop()
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -465,5 +466,107 @@ func TestPushRefusesTampered(t *testing.T) {
 	r := runCmd("push", "--endpoint", "http://127.0.0.1:1", bad)
 	if r.err == nil || !strings.Contains(r.err.Error(), "refusing to push") {
 		t.Fatalf("err %v", r.err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader in
+// different goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestPushSaysItWaits pushes to a loopback port where nothing listens and
+// to one that accepts connections and never answers: within a second,
+// push says on stderr that it is waiting, for which endpoint, why, and
+// until when, instead of staying silent until --timeout.
+func TestPushSaysItWaits(t *testing.T) {
+	root := fixture(t)
+	p := filepath.Join(t.TempDir(), "b.tar.gz")
+	if r := runCmd("export", "--dir", root, "--recording", "alpha", "-o", p); r.err != nil {
+		t.Fatal(r.err)
+	}
+	// A port with nothing listening: one that was free a moment ago.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := l.Addr().String()
+	l.Close()
+	// A port that accepts and never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	hold := make(chan struct{})
+	conns.Add(1)
+	go func() {
+		defer conns.Done()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				<-hold
+				c.Close()
+			}()
+		}
+	}()
+	defer func() {
+		silent.Close()
+		close(hold)
+		conns.Wait()
+	}()
+
+	for _, tt := range []struct{ name, addr, why string }{
+		{"nothing listening", closedAddr, "connection refused"},
+		{"never answers", silent.Addr().String(), "still sending after 500ms"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var errb lockedBuffer
+			a := newApp(ctx, io.Discard, &errb)
+			url := "http://" + tt.addr + "/v1/traces"
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() { done <- a.run([]string{"push", "--endpoint", url, "--timeout", "20s", p}) }()
+			want := "flightrec: push: waiting for " + url + " to take 2 spans: " + tt.why +
+				"; retrying until --timeout 20s (interrupt to stop)\n"
+			for !strings.Contains(errb.String(), want) {
+				if time.Since(start) > time.Second {
+					t.Fatalf("after %s stderr is %q, want %q", time.Since(start), errb.String(), want)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := strings.Count(errb.String(), "waiting for"); n != 1 {
+				t.Errorf("said it waits %d times: %q", n, errb.String())
+			}
+			cancel() // as an interrupt does
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Error("an interrupted push succeeded")
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("push did not stop when interrupted")
+			}
+		})
 	}
 }

@@ -2,93 +2,51 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/extensions/spill"
-	"github.com/harnessx/harnessx/extensions/spill/s3store"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/recording"
 )
 
+// s3Support is what flightrec needs of S3: cmd/flightrec/internal/s3export
+// in a build with -tags s3 (s3_on.go), nil otherwise (s3_off.go), so that
+// the default build never compiles the S3 client.
+type s3Support interface {
+	// Export writes the bundle of the recording dir, once, to the
+	// s3:// URL out, configured by the AWS_* variables of getenv.
+	Export(ctx context.Context, out, dir string, opts flight.ExportOptions, getenv func(string) string) (*flight.Manifest, error)
+	// Fetch copies stored results from the artifact store
+	// HARNESSX_ARTIFACTS names into files under tmp.
+	Fetch(ctx context.Context, results []spill.SavedResult, tmp string, getenv func(string) string) ([]harness.Artifact, []flight.MissingArtifact, error)
+}
+
+// envArtifacts names the S3 artifact store of the spill extension
+// (s3store.EnvArtifacts, which this file must not import).
+const envArtifacts = "HARNESSX_ARTIFACTS"
+
+// noS3 says that this build cannot reach S3, and how to get one that can.
+const noS3 = "this flightrec was built without S3 support, which keeps the S3 client out of the default build; " +
+	"install one with it from a clone of harnessx: go install -tags s3 ./cmd/flightrec"
+
 // isS3 reports an s3:// output.
 func isS3(out string) bool { return strings.HasPrefix(out, "s3://") }
-
-// s3Output parses -o s3://bucket/prefix/name into a store over
-// s3://bucket/prefix, configured by the AWS_* variables, and the name.
-// The store applies no retention: it only writes the bundle.
-func (a *app) s3Output(out string) (*s3store.Store, string, error) {
-	bucket, key, err := s3store.ParseURL(out)
-	if err != nil {
-		return nil, "", err
-	}
-	if key == "" || strings.HasSuffix(out, "/") {
-		return nil, "", fmt.Errorf("%s names no object: give the bundle's name, as in s3://%s/incidents/incident.tar.gz", out, bucket)
-	}
-	dir, name := path.Split(key)
-	cfg, err := s3store.ConfigForURL(s3store.Location(bucket, strings.TrimSuffix(dir, "/")), a.getenv)
-	if err != nil {
-		return nil, "", err
-	}
-	cfg.Retention = s3store.Retention{}
-	st, err := s3store.New(cfg)
-	if err != nil {
-		return nil, "", err
-	}
-	return st, name, nil
-}
-
-// writeS3Export builds the bundle into a temporary file and writes it
-// once to the s3:// URL out: an existing object is not replaced.
-func (a *app) writeS3Export(ctx context.Context, out, dir string, opts flight.ExportOptions) (*flight.Manifest, error) {
-	st, name, err := a.s3Output(out)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close(ctx)
-	f, err := os.CreateTemp("", "flightrec-export-*.tar.gz")
-	if err != nil {
-		return nil, fmt.Errorf("cannot write a temporary bundle: %v", pathless(err))
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	m, err := flight.ExportJournal(ctx, dir, f, opts)
-	if err != nil {
-		return nil, err
-	}
-	size, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	if err := st.WriteObject(ctx, name, f, size); err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("cannot write %s: it exists already (bundles are written once)", out)
-		}
-		return nil, fmt.Errorf("cannot write %s: %v", out, err)
-	}
-	return m, nil
-}
 
 // remoteArtifacts fetches, from the artifact store named by
 // HARNESSX_ARTIFACTS, the spilled results that the recording's session
 // snapshot lists without a directory (those of a store that is not a
 // directory, such as S3), into files under tmp. Results that cannot be
-// fetched are returned as missing, with the reason. Without
-// HARNESSX_ARTIFACTS, or without a session snapshot, it returns nothing.
+// fetched are returned as missing, with the reason; in a build without S3
+// support, all of them. Without HARNESSX_ARTIFACTS, or without a session
+// snapshot, it returns nothing.
 func (a *app) remoteArtifacts(ctx context.Context, recDir, tmp string) ([]harness.Artifact, []flight.MissingArtifact, error) {
-	if a.getenv(s3store.EnvArtifacts) == "" {
+	if a.getenv(envArtifacts) == "" {
 		return nil, nil, nil
 	}
 	results, err := sessionResults(filepath.Join(recDir, recording.SessionSnapshot))
@@ -104,28 +62,14 @@ func (a *app) remoteArtifacts(ctx context.Context, recDir, tmp string) ([]harnes
 	if len(remote) == 0 {
 		return nil, nil, nil
 	}
-	cfg, err := s3store.ConfigFromEnv(a.getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg.Retention = s3store.Retention{} // reading only
-	st, err := s3store.New(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer st.Close(ctx)
-	var arts []harness.Artifact
-	var missing []flight.MissingArtifact
-	for _, r := range remote {
-		name := r.ArtifactName()
-		p := filepath.Join(tmp, r.ID)
-		if err := fetchResult(ctx, st, r, p); err != nil {
-			missing = append(missing, flight.MissingArtifact{Name: name, Reason: err.Error()})
-			continue
+	if a.s3 == nil {
+		missing := make([]flight.MissingArtifact, len(remote))
+		for i, r := range remote {
+			missing[i] = flight.MissingArtifact{Name: r.ArtifactName(), Reason: "in the artifact store " + envArtifacts + " names; " + noS3}
 		}
-		arts = append(arts, harness.Artifact{Name: name, Path: p, Size: r.Size, SHA256: r.SHA256})
+		return nil, missing, nil
 	}
-	return arts, missing, nil
+	return a.s3.Fetch(ctx, remote, tmp, a.getenv)
 }
 
 // sessionResults reads the spill results of a session snapshot; none
@@ -149,33 +93,4 @@ func sessionResults(p string) ([]spill.SavedResult, error) {
 		return nil, nil
 	}
 	return spill.SavedResults(raw)
-}
-
-// fetchResult copies a stored result into the file p, checking its size
-// against the bundle's limit and its SHA-256.
-func fetchResult(ctx context.Context, st *s3store.Store, r spill.SavedResult, p string) error {
-	if r.Size > flight.MaxArtifactBytes {
-		return fmt.Errorf("%d bytes, over the bundle's limit of %d", r.Size, flight.MaxArtifactBytes)
-	}
-	src, err := st.Open(ctx, r.ID)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("temporary file: %v", pathless(err))
-	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(src, flight.MaxArtifactBytes+1))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); n != r.Size || got != r.SHA256 {
-		return fmt.Errorf("the stored object does not match the session (%d bytes, SHA-256 %s; want %d bytes, %s)", n, got, r.Size, r.SHA256)
-	}
-	return nil
 }

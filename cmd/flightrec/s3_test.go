@@ -7,12 +7,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/harnessx/harnessx/cmd/flightrec/internal/s3export"
 	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/extensions/spill"
 	"github.com/harnessx/harnessx/extensions/spill/s3store"
@@ -109,6 +111,7 @@ func TestExportS3(t *testing.T) {
 		var out, errb bytes.Buffer
 		a := newApp(context.Background(), &out, &errb)
 		a.getenv = func(k string) string { return env[k] }
+		a.s3 = s3export.Support{}
 		err := a.run(args)
 		return result{out.String(), errb.String(), err}
 	}
@@ -197,12 +200,97 @@ func TestExportS3(t *testing.T) {
 
 func TestExportS3BadTarget(t *testing.T) {
 	root := fixture(t)
-	for _, target := range []string{"s3://bucket", "s3://bucket/dir/", "s3://user:pw@bucket/x.tar.gz"} {
-		r := runCmd("export", "--dir", root, "--recording", "alpha", "-o", target)
-		if r.err == nil {
-			t.Errorf("%s: no error", target)
-		} else if strings.Contains(r.err.Error(), "pw@") {
-			t.Errorf("%s: the error shows the password: %v", target, r.err)
+	for _, s3 := range []s3Support{s3export.Support{}, nil} {
+		for _, target := range []string{"s3://bucket", "s3://bucket/dir/", "s3://user:pw@bucket/x.tar.gz"} {
+			var out, errb bytes.Buffer
+			a := newApp(context.Background(), &out, &errb)
+			a.s3 = s3
+			err := a.run([]string{"export", "--dir", root, "--recording", "alpha", "-o", target})
+			if err == nil {
+				t.Errorf("%s: no error", target)
+			} else if strings.Contains(err.Error(), "pw@") {
+				t.Errorf("%s: the error shows the password: %v", target, err)
+			}
+		}
+	}
+}
+
+// TestExportS3NotBuilt is s3:// given to a flightrec built without S3
+// support: export fails at once, naming the build that has it, and
+// --include-artifacts names each result held in S3 as not included, with
+// the same advice, while the rest of the bundle is written.
+func TestExportS3NotBuilt(t *testing.T) {
+	var out, errb bytes.Buffer
+	a := newApp(context.Background(), &out, &errb)
+	a.s3 = nil
+	err := a.run([]string{"export", "--dir", t.TempDir(), "-o", "s3://bucket/incidents/x.tar.gz"})
+	want := "flightrec: export: cannot write to S3: this flightrec was built without S3 support, which keeps the S3 client out of the default build; " +
+		"install one with it from a clone of harnessx: go install -tags s3 ./cmd/flightrec (or export to a file and upload that)"
+	if err == nil || err.Error() != want {
+		t.Errorf("err\n%v\nwant\n%s", err, want)
+	}
+
+	g := s3test.Start(t)
+	bucket := g.Bucket(t)
+	root, res := s3Recording(t, g, bucket)
+	env := map[string]string{}
+	for _, kv := range g.Env(bucket, "artifacts") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	out.Reset()
+	errb.Reset()
+	a = newApp(context.Background(), &out, &errb)
+	a.s3 = nil
+	a.getenv = func(k string) string { return env[k] }
+	file := filepath.Join(t.TempDir(), "b.tar.gz")
+	if err := a.run([]string{"export", "--dir", root, "--include-artifacts", "-o", file}); err != nil {
+		t.Fatalf("export: %v\n%s", err, errb.String())
+	}
+	for _, m := range res {
+		if want := "flightrec: export: artifact " + m.ArtifactName() + " not included: in the artifact store HARNESSX_ARTIFACTS names; " +
+			"this flightrec was built without S3 support"; !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if !strings.Contains(out.String(), "wrote "+file) {
+		t.Errorf("stdout: %q", out.String())
+	}
+	if envArtifacts != s3store.EnvArtifacts {
+		t.Errorf("envArtifacts %q, s3store reads %q", envArtifacts, s3store.EnvArtifacts)
+	}
+}
+
+// TestS3BuildTag keeps the S3 client out of the default build: go build
+// ./cmd/flightrec does not compile minio-go, -tags s3 does, and the two
+// binaries answer an s3:// output accordingly.
+func TestS3BuildTag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds flightrec twice")
+	}
+	const minio = "github.com/minio/minio-go/v7"
+	dir := t.TempDir()
+	root := fixture(t)
+	for _, tags := range []string{"", "s3"} {
+		deps, err := exec.Command("go", "list", "-deps", "-tags", tags, ".").Output()
+		if err != nil {
+			t.Fatalf("go list -tags %q: %v", tags, err)
+		}
+		if got := bytes.Contains(deps, []byte(minio)); got != (tags == "s3") {
+			t.Errorf("tags %q: compiles %s: %v", tags, minio, got)
+		}
+		bin := filepath.Join(dir, "flightrec"+tags)
+		if out, err := exec.Command("go", "build", "-tags", tags, "-o", bin, ".").CombinedOutput(); err != nil {
+			t.Fatalf("go build -tags %q: %v\n%s", tags, err, out)
+		}
+		out, _ := exec.Command(bin, "export", "--dir", root, "--recording", "alpha", "-o", "s3://bucket").CombinedOutput()
+		// With S3 support the URL itself is the problem; without, the build.
+		want := "names no object"
+		if tags == "" {
+			want = "built without S3 support"
+		}
+		if !strings.Contains(string(out), want) {
+			t.Errorf("tags %q: export to s3://bucket said %q, want %q", tags, out, want)
 		}
 	}
 }

@@ -52,10 +52,13 @@ func (a *app) cmdRuns(args []string) error {
 	if *n < 0 {
 		return usagef("runs: -n must not be negative")
 	}
+	if err := checkGiven("runs", fs); err != nil {
+		return err
+	}
 	src := sources()
 	runs := a.load("runs", src).Runs
 	if len(runs) == 0 {
-		return failf("runs: no runs in %s", describeSources(src))
+		return noRuns("runs", src)
 	}
 	if *n > 0 && len(runs) > *n {
 		runs = runs[len(runs)-*n:]
@@ -90,6 +93,9 @@ func (a *app) cmdTrace(args []string) error {
 	if len(pos) == 1 && (*last || *follow) {
 		return usagef("trace: a run ID excludes --last and --follow")
 	}
+	if err := checkGiven("trace", fs); err != nil && !*follow {
+		return err
+	}
 	src := sources()
 	opts := traceview.TreeOptions{Attributes: *attrs}
 	if *follow {
@@ -113,7 +119,7 @@ func (a *app) cmdTrace(args []string) error {
 	}
 	cat := a.load("trace", src)
 	if len(cat.Runs) == 0 {
-		return failf("trace: no runs in %s", describeSources(src))
+		return noRuns("trace", src)
 	}
 	run := cat.Runs[len(cat.Runs)-1]
 	if len(pos) == 1 {
@@ -166,7 +172,7 @@ func (a *app) cmdUI(args []string) error {
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return failf("ui: %v", err)
+		return listenError(*addr, err)
 	}
 	src := sources()
 	srv := &http.Server{

@@ -7,14 +7,22 @@
 //
 //	go run ./examples/quickstart
 //
-// It runs offline on a scripted model by default. Spans go where the
-// environment says (see exporters.FromEnv): by default they are appended
-// to the OTLP JSON file .harnessx/traces.jsonl, which
-// `go run ./cmd/flightrec trace --last` and `go run ./cmd/flightrec ui` read.
+// It runs offline, on a scripted model, unless -live asks for a real one,
+// even when ANTHROPIC_API_KEY or OPENAI_API_KEY is set (it then says so on
+// standard error). Spans go where the environment says (see
+// exporters.FromEnv): by default they are appended to the OTLP JSON file
+// .harnessx/traces.jsonl, which `go run ./cmd/flightrec trace --last` and
+// `go run ./cmd/flightrec ui` read.
 //
-// With ANTHROPIC_API_KEY set it uses Anthropic (model claude-haiku-5-5),
-// with OPENAI_API_KEY set OpenAI (model gpt-5.4-mini); HARNESSX_MODEL picks
-// another model. Those runs are the program examples/quickstart/live,
-// which quickstart starts with go run: the offline path never compiles the
-// vendor SDKs, so a first run on a fresh machine is quick.
+// A real model needs its vendor's SDK, which the default build leaves out,
+// and its API key:
+//
+//	ANTHROPIC_API_KEY=sk-ant-… go run -tags anthropic ./examples/quickstart -live   # model claude-haiku-5-5
+//	OPENAI_API_KEY=sk-…        go run -tags openai ./examples/quickstart -live      # model gpt-5.4-mini
+//
+// The first build with a vendor SDK takes minutes (later ones come from
+// Go's build cache); the offline build compiles neither SDK. HARNESSX_MODEL
+// picks another model. With both tags and both keys, -live uses Anthropic.
+// -live without a vendor tag, or without the key of the vendor compiled
+// in, fails with one line saying which, and exit status 2.
 package main

@@ -3,7 +3,18 @@
 // bundles that the flightrec command lists, shows, verifies and pushes to
 // a tracing backend.
 //
-// # Recording
+// The package has two sides, documented apart:
+//
+//   - recording, in the agent's process: [New] returns the extension,
+//     configured by [Option]s, which keeps the journal and snapshots and
+//     writes incident bundles (the sections "Recording: …" below);
+//   - reading, anywhere and after the fact: [ReadBundle] and
+//     [ReadBundleFile] read and verify a bundle ([Bundle]), [ExportJournal]
+//     builds one from a recording left on disk, [ParseEvent] decodes a
+//     journal line (the section "Reading: bundles and journals"). The
+//     flightrec command is built on this side, and needs no agent.
+//
+// # Recording: the extension
 //
 // [New] returns the extension; install it with harness.WithExtensions. It
 // subscribes to every hook event and records runs, model requests and
@@ -69,7 +80,7 @@
 // and never deleted. Close the agent to flush the journal and stop the
 // goroutines.
 //
-// # Media parts
+// # Recording: media parts
 //
 // Events name the media parts with inline bytes (images, documents,
 // audio) by reference, never by their bytes: [Event].Parts holds each
@@ -108,11 +119,8 @@
 // bytes are not redacted. It says so in [Manifest].IncludedArtifacts, and
 // names in [Manifest].MissingParts each part it cannot hold, with the
 // reason. A bundle made without its artifacts holds no part byte.
-// [Bundle.Verify] checks that each part member's SHA-256 is the one its
-// name says and, in a bundle made with its artifacts, that each reference
-// has its member or is named missing.
 //
-// # Spans
+// # Recording: spans
 //
 // [Extension.SpanProcessor] is an OpenTelemetry SDK span processor that
 // keeps the recent ended spans, so that bundles carry the run's spans as
@@ -128,7 +136,7 @@
 // name). The conversion is the OTLP exporter's own (otlptrace.New with a
 // capturing client).
 //
-// # Incident bundles
+// # Recording: incident bundles
 //
 // A failed run, a tool panic, a cancelled run ([WithTriggers] selects
 // them) or a call of [Extension.Trigger] exports a bundle into
@@ -143,19 +151,10 @@
 // [WithIncidentRate] (10 a minute by default; the others are counted in
 // [Stats].IncidentsSuppressed). Trigger waits for its bundle; Flush and
 // Close wait for the pending ones. After each bundle the oldest are
-// deleted past [WithIncidentLimits] (100 bundles, 1 GiB by default).
-// [ExportJournal] builds the same bundle from a journal on disk, for
-// instance after the process crashed.
+// deleted past [WithIncidentLimits] (100 bundles, 1 GiB by default). To
+// read a bundle, or build one from a journal after a crash, see Reading.
 //
-// [ReadBundle] and [ReadBundleFile] are the verifying reader that the
-// flightrec command shares: [Bundle.Verify] checks every member against
-// the manifest, [Bundle.Events] decodes the events, and [Bundle.Member]
-// returns a member's bytes, such as the spans ([SpansName]: an OTLP/JSON
-// export request, which an OTLP/HTTP receiver takes as it is). [ReadBundle]
-// rejects hostile archives: unsafe member paths, links, oversized members,
-// truncated or corrupt compression. It extracts nothing to disk.
-//
-// # The Go execution trace
+// # Recording: the Go execution trace
 //
 // [WithExecutionTrace] gives the recorder the process's
 // runtime/trace.FlightRecorder, which the application creates, starts and
@@ -163,8 +162,7 @@
 // bundle made while it runs gains the member [ExecutionTraceName]
 // (runtime/flight.trace): fr's window of the last seconds, written by
 // FlightRecorder.WriteTo when the bundle is made, with its SHA-256 in the
-// manifest; [Bundle.Verify] also checks that it is a Go execution trace.
-// Open it with
+// manifest. Open it with
 //
 //	tar -xzf BUNDLE runtime/flight.trace && go tool trace runtime/flight.trace
 //
@@ -180,7 +178,7 @@
 // spans. When no trace is being recorded (runtime/trace.IsEnabled is
 // false) the annotations cost a branch and no allocation.
 //
-// # Redaction
+// # Recording: redaction
 //
 // Secrets are redacted before anything the recorder encodes is written,
 // journal, snapshots and bundles alike (artifact copies are kept as the
@@ -205,4 +203,34 @@
 // slack-webhook, google-api-key, stripe-key, npm-token, url-password,
 // curl-password, bearer-token, aws-access-key, aws-secret-key,
 // secret-json-field, secret-assignment); the manifest counts them by rule.
+//
+// # Reading: bundles and journals
+//
+// This side needs no agent and no extension: it works on files, in the
+// flightrec command, a test or an on-call tool.
+//
+// [ReadBundle] (from a reader) and [ReadBundleFile] (from a path) read a
+// bundle within [ReadOptions]' caps, hashing every member and keeping in
+// memory all but the artifacts and media parts (unless asked), and reject
+// hostile archives: unsafe member paths, links, duplicate or oversized
+// members, truncated or corrupt compression, a bad manifest ([ErrBundle],
+// [BundleError]). They extract nothing to disk. On the [Bundle]:
+//
+//   - [Bundle.Verify] checks every member's size and SHA-256 against the
+//     manifest, each parts/sha256-<hex> member against the digest its name
+//     says ([ParsePartMemberName]), in a bundle made with its artifacts
+//     that each part reference has its member or is named missing, and that
+//     runtime/flight.trace, when present, is a Go execution trace; its
+//     [VerifyError] lists each [Problem];
+//   - [Bundle.Events] decodes the events; [Bundle.Member] returns a
+//     member's bytes, such as the spans ([SpansName]: an OTLP/JSON export
+//     request, which an OTLP/HTTP receiver takes as it is);
+//     [Bundle.Artifacts] and [Bundle.Parts] name the artifact and part
+//     members; the [Manifest] says what the bundle holds and misses.
+//
+// [ExportJournal] builds the bundle of a recording directory from what is
+// on disk — its journal segments (a torn last line is skipped and
+// counted), its snapshots and, when [ExportOptions] asks, its artifact and
+// part copies — for instance after the process crashed: the same bundle
+// the recorder writes on a trigger. [ParseEvent] decodes one journal line.
 package flight

@@ -686,7 +686,7 @@ func (x *Extension) startLocked() {
 func (x *Extension) openLocked() {
 	info := recording.Info{Format: "harnessx-flight-recording", Version: 1, Agent: x.agentName, SessionID: x.sessionID,
 		Created: x.cfg.now().UTC(), PID: os.Getpid()}
-	if err := os.MkdirAll(x.dir, 0o755); err != nil {
+	if err := os.MkdirAll(x.dir, 0o700); err != nil {
 		x.fail(err)
 		return
 	}

@@ -2,6 +2,7 @@ package flight_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/harnessx/harnessx/extensions/flight"
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
 	"github.com/harnessx/harnessx/internal/otlpjson"
@@ -94,5 +96,33 @@ func TestRecordingFiles(t *testing.T) {
 	}
 	if !strings.Contains(string(data), `"traceId":"`) {
 		t.Errorf("no traceId in %s", data)
+	}
+}
+
+// TestRecordingDirectoriesPrivate checks that every directory the
+// recorder creates, .harnessx itself included, is 0700: they hold prompts
+// and tool results.
+func TestRecordingDirectoriesPrivate(t *testing.T) {
+	state := filepath.Join(t.TempDir(), ".harnessx")
+	s := newAgent(t, []harnesstest.Response{{Err: errors.New("upstream failed")}}, nil,
+		flight.WithDir(filepath.Join(state, "flight")), flight.WithIncludeArtifacts(true))
+	_, _ = s.agent.Run(t.Context(), "hello")
+	s.close(t)
+	if len(s.rec.Incidents()) == 0 {
+		t.Fatal("no incident bundle: the incidents directory was not made")
+	}
+	n := 0
+	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		n++
+		if fi, err := d.Info(); err == nil && fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s has mode %v, want 0700", p, fi.Mode().Perm())
+		}
+		return nil
+	})
+	if n < 4 { // .harnessx, flight, the recording, incidents
+		t.Errorf("%d directories under %s", n, state)
 	}
 }

@@ -239,7 +239,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 	}()
 	ec, dir := x.ec, x.dir
 	incDir := filepath.Join(dir, recording.IncidentsDir)
-	if err := os.MkdirAll(incDir, 0o755); err != nil {
+	if err := os.MkdirAll(incDir, 0o700); err != nil {
 		return "", fmt.Errorf("flight: incident: %w", err)
 	}
 	f, err := os.CreateTemp(incDir, ".incident-*.tmp")

@@ -135,7 +135,7 @@ var ErrClosed = errors.New("flight: journal is closed")
 // lines go to a new segment after them.
 func Open(dir string, opts Options) (*Journal, error) {
 	opts.defaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("flight: journal: %w", err)
 	}
 	j := &Journal{

@@ -113,8 +113,9 @@ func (e *GiveUpError) Unwrap() error { return e.Err }
 // Send uploads req's spans to t with otlptracehttp's client. A refused or
 // reset connection, a timeout and a 5xx or 429 answer are retried with
 // backoff b until timeout has passed (or ctx is done); other failures
-// return at once.
-func Send(ctx context.Context, t Target, req *coltracepb.ExportTraceServiceRequest, timeout time.Duration, b Backoff) error {
+// return at once. onRetry, if not nil, is called after each failed
+// attempt that will be retried, with the attempt's number and error.
+func Send(ctx context.Context, t Target, req *coltracepb.ExportTraceServiceRequest, timeout time.Duration, b Backoff, onRetry func(attempt int, err error)) error {
 	if b.Initial <= 0 {
 		b.Initial = 100 * time.Millisecond
 	}
@@ -162,6 +163,9 @@ func Send(ctx context.Context, t Target, req *coltracepb.ExportTraceServiceReque
 		if wait <= 0 {
 			return &GiveUpError{Attempts: attempt, Elapsed: time.Since(start), Err: err}
 		}
+		if onRetry != nil {
+			onRetry(attempt, err)
+		}
 		select {
 		case <-ctx.Done():
 			return &GiveUpError{Attempts: attempt, Elapsed: time.Since(start), Err: err}
@@ -186,4 +190,23 @@ func retryable(err error) bool {
 		return true
 	}
 	return status5xx.MatchString(err.Error()) || strings.Contains(err.Error(), "retry-able request failure")
+}
+
+// Cause is a short reason for a failed attempt, for people: "connection
+// refused", "connection reset", "no answer", the HTTP status, or the
+// error itself.
+func Cause(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection reset"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "no answer"
+	}
+	if m := status5xx.FindStringSubmatch(err.Error()); m != nil {
+		return "HTTP " + m[1]
+	}
+	return err.Error()
 }

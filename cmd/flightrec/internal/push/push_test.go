@@ -1,8 +1,14 @@
 package push
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
 	"reflect"
+	"syscall"
 	"testing"
 )
 
@@ -58,5 +64,22 @@ func TestResolve(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestCause(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("failed to send: %w", &net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), "connection refused"},
+		{fmt.Errorf("post: %w", io.ErrUnexpectedEOF), "connection reset"},
+		{fmt.Errorf("post: %w", context.DeadlineExceeded), "no answer"},
+		{errors.New("failed to send to http://127.0.0.1:1/v1/traces: 503 Service Unavailable"), "HTTP 503"},
+		{errors.New("something else"), "something else"},
+	} {
+		if got := Cause(tt.err); got != tt.want {
+			t.Errorf("Cause(%v) = %q, want %q", tt.err, got, tt.want)
+		}
 	}
 }

@@ -1,7 +1,6 @@
-// Package demo is the quickstart's agent, shared by the offline program
-// (examples/quickstart) and the one that calls a real model
-// (examples/quickstart/live): a weather tool, a traced run, its transcript,
-// its usage and its span tree, and where the traces went.
+// Package demo is the quickstart's agent, on the scripted model or, with
+// -live, a real one: a weather tool, a traced run, its transcript, its
+// usage and its span tree, and where the traces went.
 package demo
 
 import (
