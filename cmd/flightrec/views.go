@@ -80,6 +80,15 @@ func (a *app) cmdRuns(args []string) error {
 	return traceview.WriteRunList(a.stdout, runs)
 }
 
+// readRun reads the spans of a run of the catalog.
+func readRun(cmd string, cat *traceview.Catalog, info *traceview.RunInfo) (*traceview.Run, error) {
+	run, err := cat.Run(info)
+	if err != nil {
+		return nil, failf("%s: %s", cmd, strings.TrimPrefix(err.Error(), "traceview: "))
+	}
+	return run, nil
+}
+
 func (a *app) cmdTrace(args []string) error {
 	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
 	sources := a.sourceFlags(fs)
@@ -101,7 +110,11 @@ func (a *app) cmdTrace(args []string) error {
 	if *follow {
 		if *last {
 			if cat := a.load("trace", src); len(cat.Runs) > 0 {
-				if err := traceview.WriteTree(a.stdout, cat.Runs[len(cat.Runs)-1], opts); err != nil {
+				run, err := readRun("trace", cat, cat.Runs[len(cat.Runs)-1])
+				if err != nil {
+					return err
+				}
+				if err := traceview.WriteTree(a.stdout, run, opts); err != nil {
 					return err
 				}
 				fmt.Fprintln(a.stdout)
@@ -121,13 +134,17 @@ func (a *app) cmdTrace(args []string) error {
 	if len(cat.Runs) == 0 {
 		return noRuns("trace", src)
 	}
-	run := cat.Runs[len(cat.Runs)-1]
+	info := cat.Runs[len(cat.Runs)-1]
 	if len(pos) == 1 {
 		r, ok := cat.FindRun(pos[0])
 		if !ok {
 			return failf("trace: no run or trace %q in %s", pos[0], describeSources(src))
 		}
-		run = r
+		info = r
+	}
+	run, err := readRun("trace", cat, info)
+	if err != nil {
+		return err
 	}
 	return traceview.WriteTree(a.stdout, run, opts)
 }

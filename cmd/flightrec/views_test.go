@@ -44,6 +44,7 @@ func traceLine(t *testing.T, traceID, runID, agent string, ms int) []byte {
 	chat := span(traceID, "1112131415161718", "0102030405060708", "chat m1", at(1), at(100))
 	chat.Attributes = []*commonpb.KeyValue{kv("gen_ai.operation.name", strVal("chat")),
 		kv("gen_ai.usage.input_tokens", intVal(500)), kv("gen_ai.usage.output_tokens", intVal(30)),
+		kv("harnessx.cost.usd", &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 0.0041199999999999995}}),
 		kv("gen_ai.usage.cache_read.input_tokens", intVal(280))}
 	tool := span(traceID, "2122232425262728", "0102030405060708", "execute_tool fetch_config", at(101), at(150))
 	tool.Attributes = []*commonpb.KeyValue{kv("gen_ai.operation.name", strVal("execute_tool")), kv("harnessx.tool.status", strVal("ok"))}
@@ -186,7 +187,7 @@ func TestTraceFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	if !strings.HasPrefix(got, "run run-new  trace c1c2c3c4c5c6c7c8c9cacbcccdcecfd0  failed") || strings.Contains(got, "run-a2") ||
+	if !strings.HasPrefix(got, "run run-new  trace c1c2c3c4c5c6c7c8c9cacbcccdcecfd0  error") || strings.Contains(got, "run-a2") ||
 		!strings.Contains(got, "└── chat m1") {
 		t.Errorf("stdout:\n%s", got)
 	}

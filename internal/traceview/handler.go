@@ -1,11 +1,15 @@
 package traceview
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +26,12 @@ const DefaultMaxAttrBytes = 64 << 10
 
 // maxIncidentEvents caps the events of one incident sent to the page.
 const maxIncidentEvents = 10000
+
+// The run list's page sizes.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+)
 
 // HandlerOptions configures [Handler]. The zero value serves nothing but
 // an empty page.
@@ -48,10 +58,18 @@ const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 // Handler returns the viewer's web page and its JSON API:
 //
 //	GET /                              the page (index.html, app.js, style.css)
-//	GET /api/runs                      runs (summaries), incidents, problems
-//	GET /api/runs/{key}                one run's spans with their attributes
-//	GET /api/incidents/{recording}/{name}  a bundle's manifest and events
+//	GET /api/runs[?offset=N&limit=N]   a page of runs (summaries), newest first;
+//	                                   incidents, problems
+//	GET /api/runs/{key}                one run's spans with their attributes,
+//	                                   and the incident bundles of the run
+//	GET /api/incidents/{recording}/{name}  a bundle's facts, files and events
 //	GET /parts/sha256-{hex}[?type=MIME]    a media part's bytes (see below)
+//
+// The trace files are indexed once and then as they grow (see [Index]):
+// the run list comes from the index, and a run's spans are read from the
+// lines that hold them. A page of runs has limit runs (default
+// DefaultPageSize, at most MaxPageSize) from offset, counted from the
+// newest; the answer says the total.
 //
 // Every response carries a strict Content-Security-Policy and
 // X-Content-Type-Options: nosniff. The handler is safe for concurrent use.
@@ -73,7 +91,7 @@ func Handler(opts HandlerOptions) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	h := &handler{opts: opts, cache: &cache{src: opts.Sources}}
+	h := &handler{opts: opts, index: NewIndex(opts.Sources)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.asset("index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /app.js", h.asset("app.js", "text/javascript; charset=utf-8"))
@@ -87,7 +105,7 @@ func Handler(opts HandlerOptions) http.Handler {
 
 type handler struct {
 	opts  HandlerOptions
-	cache *cache
+	index *Index
 }
 
 func (h *handler) secure(next http.Handler) http.Handler {
@@ -151,20 +169,35 @@ type runJSON struct {
 	Summary
 }
 
-func newRunJSON(r *Run) runJSON {
-	return runJSON{Key: r.Key(), ID: r.ID, TraceID: r.TraceID, Name: r.Root.Name, DurationMS: millis(r.Summary.Duration), Summary: r.Summary}
+func newRunJSON(r *RunInfo) runJSON {
+	return runJSON{Key: r.Key, ID: r.ID, TraceID: r.TraceID, Name: r.Name, DurationMS: millis(r.Summary.Duration), Summary: r.Summary}
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// intParam reads a non-negative integer query parameter, def when absent
+// or not one.
+func intParam(r *http.Request, name string, def int) int {
+	n, err := strconv.Atoi(r.URL.Query().Get(name))
+	if err != nil || n < 0 {
+		return def
+	}
+	return n
+}
+
 func (h *handler) runs(w http.ResponseWriter, r *http.Request) {
-	cat := h.cache.get()
+	cat := h.index.Catalog()
+	limit := min(max(intParam(r, "limit", DefaultPageSize), 1), MaxPageSize)
+	offset := min(intParam(r, "offset", 0), len(cat.Runs))
 	out := struct {
 		Runs      []runJSON  `json:"runs"`
+		Total     int        `json:"total"`
+		Offset    int        `json:"offset"`
+		Limit     int        `json:"limit"`
 		Incidents []Incident `json:"incidents"`
 		Problems  []string   `json:"problems"`
-	}{Runs: []runJSON{}, Incidents: []Incident{}, Problems: []string{}}
-	for i := len(cat.Runs) - 1; i >= 0; i-- { // newest first
+	}{Runs: []runJSON{}, Total: len(cat.Runs), Offset: offset, Limit: limit, Incidents: []Incident{}, Problems: []string{}}
+	for i := len(cat.Runs) - 1 - offset; i >= 0 && len(out.Runs) < limit; i-- { // newest first
 		out.Runs = append(out.Runs, newRunJSON(cat.Runs[i]))
 	}
 	for i := len(cat.Incidents) - 1; i >= 0; i-- {
@@ -192,19 +225,24 @@ type eventJSON struct {
 }
 
 type spanJSON struct {
-	SpanID        string      `json:"span_id"`
-	ParentID      string      `json:"parent_id"`
-	Name          string      `json:"name"`
-	Kind          string      `json:"kind"`
-	Operation     string      `json:"operation"`
-	Depth         int         `json:"depth"`
-	OffsetMS      float64     `json:"offset_ms"`
+	SpanID    string  `json:"span_id"`
+	ParentID  string  `json:"parent_id"`
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	Operation string  `json:"operation"`
+	Depth     int     `json:"depth"`
+	OffsetMS  float64 `json:"offset_ms"`
+	// Status is "ok" or "error" (a span that records an error);
+	// StatusCode is the OTel status code (unset, ok, error).
 	DurationMS    float64     `json:"duration_ms"`
 	Status        string      `json:"status"`
+	StatusCode    string      `json:"status_code"`
 	StatusMessage valueJSON   `json:"status_message"`
 	Failed        bool        `json:"failed"`
+	ErrorLabel    string      `json:"error_label,omitempty"`
 	Service       string      `json:"service"`
 	Usage         *Usage      `json:"usage,omitempty"`
+	Cost          string      `json:"cost,omitempty"`
 	Attrs         []valueJSON `json:"attrs"`
 	Events        []eventJSON `json:"events"`
 }
@@ -233,27 +271,54 @@ func (h *handler) attrs(as Attrs) []valueJSON {
 	return out
 }
 
+// incidentRef names an incident bundle for a link.
+type incidentRef struct {
+	Recording string `json:"recording"`
+	Name      string `json:"name"`
+	Reason    string `json:"reason,omitempty"`
+}
+
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
-	cat := h.cache.get()
-	run, ok := cat.FindRun(r.PathValue("key"))
+	cat := h.index.Catalog()
+	info, ok := cat.FindRun(r.PathValue("key"))
 	if !ok {
 		http.Error(w, "traceview: no such run", http.StatusNotFound)
 		return
 	}
+	run, err := cat.Run(info)
+	if err != nil {
+		h.opts.Logger.Warn("traceview: reading a run", "run", info.ID, "err", err)
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
 	out := struct {
-		Run   runJSON    `json:"run"`
-		Spans []spanJSON `json:"spans"`
-	}{Run: newRunJSON(run), Spans: []spanJSON{}}
+		Run       runJSON       `json:"run"`
+		Incidents []incidentRef `json:"incidents"`
+		Spans     []spanJSON    `json:"spans"`
+	}{Run: newRunJSON(info), Incidents: []incidentRef{}, Spans: []spanJSON{}}
+	// The run as read now: the same as the index's, unless spans of it
+	// arrived since.
+	out.Run.Summary, out.Run.DurationMS = run.Summary, millis(run.Summary.Duration)
+	for _, inc := range cat.IncidentsOf(run.ID) {
+		out.Incidents = append(out.Incidents, incidentRef{Recording: inc.Recording, Name: inc.Name, Reason: inc.Reason})
+	}
 	t0 := run.Root.Start
 	for i, s := range run.Spans {
 		sj := spanJSON{
 			SpanID: s.SpanID, ParentID: s.ParentID, Name: s.Name, Kind: s.Kind, Operation: s.Operation(),
 			Depth: run.Depths[i], OffsetMS: millis(s.Start.Sub(t0)), DurationMS: millis(s.Duration()),
-			Status: string(s.Status), StatusMessage: h.value("status", Value{Type: TypeString, Str: s.StatusMessage}),
+			Status: "ok", StatusCode: string(s.Status), StatusMessage: h.value("status", Value{Type: TypeString, Str: s.StatusMessage}),
 			Failed: s.Failed(), Service: s.Service, Attrs: h.attrs(s.Attrs), Events: []eventJSON{},
+		}
+		if sj.Failed {
+			sj.Status = "error"
+			sj.ErrorLabel = ErrorLabel(s.Attrs.Str("error.type"), s.StatusMessage)
 		}
 		if u, ok := spanUsage(s); ok {
 			sj.Usage = &u
+		}
+		if c, ok := SpanCost(s); ok {
+			sj.Cost = FormatUSD(c)
 		}
 		for _, ev := range s.Events {
 			sj.Events = append(sj.Events, eventJSON{Name: ev.Name, OffsetMS: millis(ev.Time.Sub(t0)), Attrs: h.attrs(ev.Attrs)})
@@ -263,8 +328,22 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 	h.json(w, r, out)
 }
 
+// runRef names a run of an incident, with its key when the viewer has
+// its spans.
+type runRef struct {
+	ID  string `json:"id"`
+	Key string `json:"key,omitempty"`
+}
+
+// fileJSON is a member of a bundle.
+type fileJSON struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
 func (h *handler) incident(w http.ResponseWriter, r *http.Request) {
-	cat := h.cache.get()
+	cat := h.index.Catalog()
 	rec, name := r.PathValue("recording"), r.PathValue("name")
 	var inc *Incident
 	for i := range cat.Incidents {
@@ -278,14 +357,27 @@ func (h *handler) incident(w http.ResponseWriter, r *http.Request) {
 	}
 	out := struct {
 		Incident  Incident         `json:"incident"`
+		Runs      []runRef         `json:"runs"`
+		Files     []fileJSON       `json:"files"`
 		Error     string           `json:"error,omitempty"`
 		Verified  bool             `json:"verified"`
 		Problems  []flight.Problem `json:"problems"`
 		Manifest  *flight.Manifest `json:"manifest"`
 		Events    []flight.Event   `json:"events"`
 		Truncated int              `json:"events_not_shown,omitempty"`
-	}{Incident: *inc, Problems: []flight.Problem{}, Events: []flight.Event{}}
+	}{Incident: *inc, Runs: []runRef{}, Files: []fileJSON{}, Problems: []flight.Problem{}, Events: []flight.Event{}}
 	out.Incident.Path = ""
+	ids := append([]string{}, inc.RunIDs...)
+	if inc.FailedRun != "" && !slices.Contains(ids, inc.FailedRun) {
+		ids = append(ids, inc.FailedRun)
+	}
+	for _, id := range ids {
+		ref := runRef{ID: id}
+		if ri, ok := cat.FindRun(id); ok {
+			ref.Key = ri.Key
+		}
+		out.Runs = append(out.Runs, ref)
+	}
 	b, err := flight.ReadBundleFile(inc.Path, flight.ReadOptions{})
 	if err != nil {
 		out.Error = strings.TrimPrefix(err.Error(), "flight: ")
@@ -293,6 +385,13 @@ func (h *handler) incident(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.Manifest = &b.Manifest
+	if data, ok := b.Member(flight.ManifestName); ok {
+		sum := sha256.Sum256(data)
+		out.Files = append(out.Files, fileJSON{Name: flight.ManifestName, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+	}
+	for _, m := range b.Manifest.Members {
+		out.Files = append(out.Files, fileJSON{Name: m.Name, Size: m.Size, SHA256: m.SHA256})
+	}
 	if verr := b.Verify(); verr != nil {
 		if ve, ok := verr.(*flight.VerifyError); ok {
 			out.Problems = ve.Problems

@@ -1,7 +1,6 @@
 package traceview
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -168,12 +167,16 @@ func FromSDK(spans []sdktrace.ReadOnlySpan) []*Span {
 // FileStats says what a read of a trace file found.
 type FileStats struct {
 	Lines   int  // complete lines decoded
-	Corrupt int  // complete lines skipped: not OTLP JSON, or over the line cap
+	Corrupt int  // complete lines skipped: not OTLP JSON
+	TooLong int  // complete lines skipped: longer than MaxLine
 	Torn    bool // the file ends with an incomplete line, skipped
+	// CorruptAt and TooLongAt are the numbers (from 1, counted from
+	// where the read started) of the first few lines skipped.
+	CorruptAt, TooLongAt []int
 }
 
-// MaxLine bounds one line of a trace file; longer lines are skipped as
-// corrupt.
+// MaxLine bounds one line of a trace file; longer lines are skipped and
+// reported as such.
 const MaxLine = 64 << 20
 
 // ReadTraceFile reads every span of the JSON-lines trace file at path,
@@ -213,56 +216,34 @@ func ReadTraceFileFrom(path string, off int64) ([]*Span, int64, FileStats, error
 // and returns its spans and the number of bytes of complete lines read.
 func ReadTraces(r io.Reader) ([]*Span, int64, FileStats, error) {
 	var (
-		st        FileStats
-		spans     []*Span
-		pos       int64 // bytes read from r
-		lineStart int64 // offset of the line being read
-		long      []byte
-		tooLong   bool
+		st    FileStats
+		spans []*Span
+		n     int
 	)
-	br := bufio.NewReaderSize(r, 256<<10)
-	for {
-		chunk, err := br.ReadSlice('\n')
-		pos += int64(len(chunk))
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if !tooLong && len(long)+len(chunk) <= MaxLine {
-				long = append(long, chunk...)
-			} else {
-				tooLong, long = true, long[:0]
+	end, torn, err := eachLine(r, func(_ int64, line []byte, tooLong bool) {
+		n++
+		switch {
+		case tooLong:
+			st.TooLong++
+			if len(st.TooLongAt) < maxLinesNamed {
+				st.TooLongAt = append(st.TooLongAt, n)
 			}
-			continue
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return spans, lineStart, st, err
-		}
-		line := chunk
-		if len(long) > 0 {
-			line = append(long, chunk...)
-		}
-		if len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
-			switch {
-			case tooLong:
+		case len(bytes.TrimSpace(line)) == 0:
+		default:
+			ss, perr := ParseOTLP(line)
+			if perr != nil {
 				st.Corrupt++
-			case len(bytes.TrimSpace(line)) == 0:
-			default:
-				ss, perr := ParseOTLP(line)
-				if perr != nil {
-					st.Corrupt++
-					break
+				if len(st.CorruptAt) < maxLinesNamed {
+					st.CorruptAt = append(st.CorruptAt, n)
 				}
-				st.Lines++
-				spans = append(spans, ss...)
+				return
 			}
-			lineStart, long, tooLong = pos, long[:0], false
-		} else if pos > lineStart {
-			// An incomplete last line: left unconsumed, so that a read
-			// from the returned offset sees it whole once it is.
-			st.Torn = true
+			st.Lines++
+			spans = append(spans, ss...)
 		}
-		if err != nil {
-			return spans, lineStart, st, nil
-		}
-	}
+	})
+	st.Torn = torn
+	return spans, end, st, err
 }
 
 // ReadRecording reads the spans of the flight recording in dir: its span

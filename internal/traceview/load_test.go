@@ -104,8 +104,19 @@ func TestRealRun(t *testing.T) {
 		t.Errorf("catalog: %d runs, %d incidents, problems %v", len(cat.Runs), len(cat.Incidents), cat.Problems)
 	}
 	for _, key := range []string{r.ID, r.TraceID, r.Key()} {
-		if got, ok := cat.FindRun(key); !ok || got.Key() != r.Key() {
+		if got, ok := cat.FindRun(key); !ok || got.Key != r.Key() {
 			t.Errorf("FindRun(%s) failed", key)
+		}
+	}
+	// The run read back from the catalog (the trace file's lines, the
+	// recording's and the bundle's spans) is the run of the file.
+	if info, ok := cat.FindRun(r.Key()); ok {
+		got, err := cat.Run(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if treeText(t, got) != text || !reflect.DeepEqual(info.Summary, r.Summary) {
+			t.Errorf("catalog run:\n%s\nsummary %+v\nwant\n%s\nsummary %+v", treeText(t, got), info.Summary, text, r.Summary)
 		}
 	}
 }

@@ -75,14 +75,15 @@ func (h *handler) part(w http.ResponseWriter, r *http.Request) {
 func (h *handler) findPart(sum [32]byte) ([]byte, bool) {
 	file := partref.FileName(sum)
 	for _, root := range h.opts.Sources.FlightDirs {
-		for _, rec := range recordingDirs(root) {
+		dirs, _ := recordingDirs(root)
+		for _, rec := range dirs {
 			if data, ok := readPartFile(filepath.Join(rec, "parts", file), sum); ok {
 				return data, true
 			}
 		}
 	}
 	name := flight.PartMemberName(sum)
-	for _, p := range h.cache.get().parts[sum] {
+	for _, p := range h.index.Catalog().parts[sum] {
 		b, err := flight.ReadBundleFile(p, flight.ReadOptions{Keep: func(n string) bool { return n == name }})
 		if err != nil {
 			continue

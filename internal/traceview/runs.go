@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Run is one agent run: a root invoke_agent span and its descendants.
@@ -28,20 +29,39 @@ func (r *Run) Key() string { return r.TraceID + "-" + r.Root.SpanID }
 
 // Summary sums up a run.
 type Summary struct {
-	Agent    string        `json:"agent"`
-	Status   string        `json:"status"` // harnessx.run.status, else "error" or "ok"
+	Agent string `json:"agent"`
+	// Status is the run's harnessx.run.status (completed, failed, paused,
+	// cancelled, …), else "error" or "ok"; State says it in two words
+	// where it can (see [State]).
+	Status   string        `json:"status"`
+	State    string        `json:"state"`
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration_ns"`
 	Spans    int           `json:"spans"`
 	// Usage sums the usage of the run's chat spans (subagents' included).
 	Usage Usage `json:"usage"`
+	// CostUSD sums the cost (harnessx.cost.usd) of the run's chat spans,
+	// subagents' included, else is the root's; Cost is it formatted with
+	// [FormatUSD], "" when no span of the run has a cost. Unpriced counts
+	// the model requests without a price
+	// (harnessx.cost.unpriced_requests of its invoke_agent spans).
+	CostUSD  float64 `json:"cost_usd,omitempty"`
+	Cost     string  `json:"cost,omitempty"`
+	Unpriced int64   `json:"unpriced_requests,omitempty"`
 	// Models counts chat spans; Tools counts execute_tool spans.
 	Models int `json:"model_calls"`
 	Tools  int `json:"tool_calls"`
-	// Errors counts the spans that record an error; ErrorType is the
-	// root's error.type, else the first one found.
-	Errors    int    `json:"errors"`
-	ErrorType string `json:"error_type,omitempty"`
+	// Errors counts the spans that record an error. ErrorType is the
+	// first error.type that names a type, the root's first; "_OTHER" (the
+	// conventions' value for an error without a type) only when no span
+	// names one. Error is the status message (the error text, cut) of the
+	// root when it failed, else of the first span that failed.
+	// ErrorLabel says what failed in a few words: ErrorType when it names
+	// a type, else Error.
+	Errors     int    `json:"errors"`
+	ErrorType  string `json:"error_type,omitempty"`
+	Error      string `json:"error,omitempty"`
+	ErrorLabel string `json:"error_label,omitempty"`
 	// CacheBreaks lists the prefix-key parts whose change broke the
 	// prompt cache (harnessx.prefix_key.changed), each once, in order.
 	CacheBreaks []string `json:"cache_breaks,omitempty"`
@@ -159,12 +179,21 @@ func summarize(r *Run) Summary {
 		sum.Agent = strings.TrimPrefix(root.Name, opInvokeAgent+" ")
 	}
 	seenBreak := map[string]bool{}
-	for _, s := range r.Spans {
+	var (
+		chatCost  float64
+		chatCosts int
+		other     bool // an error.type _OTHER was seen
+	)
+	for _, s := range r.Spans { // the root first
 		switch s.Operation() {
 		case opChat:
 			sum.Models++
 			if u, ok := spanUsage(s); ok {
 				sum.Usage.add(u)
+			}
+			if c, ok := SpanCost(s); ok {
+				chatCost += c
+				chatCosts++
 			}
 			for _, part := range cacheBreaks(s) {
 				if !seenBreak[part] {
@@ -174,16 +203,37 @@ func summarize(r *Run) Summary {
 			}
 		case opExecuteTool:
 			sum.Tools++
+		case opInvokeAgent:
+			sum.Unpriced += s.Attrs.Int(keyUnpriced)
 		}
 		if s.Failed() {
 			sum.Errors++
-			if sum.ErrorType == "" {
-				sum.ErrorType = s.Attrs.Str("error.type")
+			switch t := s.Attrs.Str("error.type"); t {
+			case "":
+			case errorTypeOther:
+				other = true
+			default:
+				if sum.ErrorType == "" {
+					sum.ErrorType = t
+				}
+			}
+			if sum.Error == "" && s.StatusMessage != "" {
+				sum.Error = cutBytes([]byte(oneLine(s.StatusMessage)), 200)
 			}
 		}
 	}
-	if t := root.Attrs.Str("error.type"); t != "" {
-		sum.ErrorType = t
+	if sum.ErrorType == "" && other {
+		sum.ErrorType = errorTypeOther
+	}
+	switch {
+	case chatCosts > 0:
+		sum.CostUSD = chatCost
+		sum.Cost = FormatUSD(chatCost)
+	default:
+		if c, ok := SpanCost(root); ok {
+			sum.CostUSD = c
+			sum.Cost = FormatUSD(c)
+		}
 	}
 	if sum.Status == "" {
 		sum.Status = "ok"
@@ -191,7 +241,47 @@ func summarize(r *Run) Summary {
 			sum.Status = "error"
 		}
 	}
+	sum.State = State(sum.Status)
+	sum.ErrorLabel = ErrorLabel(sum.ErrorType, sum.Error)
 	return sum
+}
+
+// errorTypeOther is the error.type of an error without a type.
+const errorTypeOther = "_OTHER"
+
+// State says a run status in the viewer's words: "ok" for a completed
+// run, "error" for a failed one, and other statuses (paused, cancelled,
+// suspended) as they are.
+func State(status string) string {
+	switch status {
+	case "completed", "ok", "":
+		return "ok"
+	case "failed", "error":
+		return "error"
+	}
+	return status
+}
+
+// ErrorLabel names an error in a few words: its type when that names one
+// (not "" or "_OTHER"), else its message cut to 80 characters, else its
+// type.
+func ErrorLabel(typ, msg string) string {
+	if typ != "" && typ != errorTypeOther {
+		return typ
+	}
+	if msg != "" {
+		return short(msg, 80)
+	}
+	return typ
+}
+
+// short returns s on one line, cut to n characters with an ellipsis.
+func short(s string, n int) string {
+	s = oneLine(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
 }
 
 // cacheBreaks returns the prefix-key parts that broke the prompt cache at

@@ -32,7 +32,14 @@ func WriteTree(w io.Writer, run *Run, opts TreeOptions) error {
 	}
 	ew := bufio.NewWriter(w) // keeps the first write error; Flush returns it
 	sum := run.Summary
-	fmt.Fprintf(ew, "run %s  trace %s  %s  %s\n", oneLine(run.ID), run.TraceID, oneLine(sum.Status), stamp(sum.Start))
+	head := fmt.Sprintf("run %s  trace %s  %s  %s", oneLine(run.ID), run.TraceID, oneLine(sum.State), stamp(sum.Start))
+	if sum.Cost != "" {
+		head += "  cost " + sum.Cost
+	}
+	if sum.Unpriced > 0 {
+		head += fmt.Sprintf("  (%d model requests without a price)", sum.Unpriced)
+	}
+	fmt.Fprintln(ew, head)
 	// The name column is as wide as the widest indented name.
 	names := make([]string, len(run.Spans))
 	width := 0
@@ -141,7 +148,12 @@ func details(s *Span) string {
 		if u, ok := spanUsage(s); ok {
 			parts = append(parts, usageText(u))
 		}
-		if st := s.Attrs.Str("harnessx.run.status"); st != "" {
+		if c, ok := SpanCost(s); ok {
+			parts = append(parts, FormatUSD(c))
+		}
+		// The run's state, when the header's words (ok, or error marked
+		// with ✗) do not say it: paused, cancelled, ….
+		if st := State(s.Attrs.Str("harnessx.run.status")); st != "ok" && st != "error" {
 			if n := s.Attrs.Int("harnessx.run.pending_approvals"); n > 0 {
 				st += fmt.Sprintf(" (%d pending approvals)", n)
 			}
@@ -150,6 +162,9 @@ func details(s *Span) string {
 	case opChat:
 		if u, ok := spanUsage(s); ok {
 			parts = append(parts, usageText(u))
+		}
+		if c, ok := SpanCost(s); ok {
+			parts = append(parts, FormatUSD(c))
 		}
 		if v, ok := s.Attrs.Get("gen_ai.response.finish_reasons"); ok {
 			add("stop %s", strings.Join(v.Strings(), ","))
@@ -170,7 +185,7 @@ func details(s *Span) string {
 	}
 	if s.Failed() {
 		msg := "✗"
-		if t := s.Attrs.Str("error.type"); t != "" {
+		if t := s.Attrs.Str("error.type"); t != "" && t != errorTypeOther {
 			msg += " error.type " + t
 		} else {
 			msg += " error"
@@ -205,21 +220,31 @@ func usageText(u Usage) string {
 }
 
 // WriteRunList prints runs as a table: start time, run ID, agent,
-// status, duration, spans, tokens in and out, and errors (with the error
-// type).
-func WriteRunList(w io.Writer, runs []*Run) error {
+// state (see [State]), duration, spans, tokens in and out, cost (see
+// [FormatUSD]; "-" without one), and errors (with the error type, or the
+// error's text when it has no type).
+func WriteRunList(w io.Writer, runs []*RunInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "TIME\tRUN\tAGENT\tSTATUS\tDURATION\tSPANS\tTOKENS IN/OUT\tERRORS\n")
+	fmt.Fprintf(tw, "TIME\tRUN\tAGENT\tSTATUS\tDURATION\tSPANS\tTOKENS IN/OUT\tCOST\tERRORS\n")
 	for _, r := range runs {
 		s := r.Summary
 		errs := strconv.Itoa(s.Errors)
-		if s.ErrorType != "" {
-			errs += " (" + s.ErrorType + ")"
+		if s.ErrorLabel != "" {
+			errs += " (" + s.ErrorLabel + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s/%s\t%s\n", stamp(s.Start), oneLine(r.ID), oneLine(s.Agent), oneLine(s.Status),
-			HumanDuration(s.Duration), s.Spans, Thousands(s.Usage.Input), Thousands(s.Usage.Output), oneLine(errs))
+		cost := s.Cost
+		if cost == "" {
+			cost = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s/%s\t%s\t%s\n", stamp(s.Start), oneLine(r.ID), oneLine(s.Agent), oneLine(s.State),
+			HumanDuration(s.Duration), s.Spans, Thousands(s.Usage.Input), Thousands(s.Usage.Output), cost, oneLine(errs))
 	}
 	return tw.Flush()
+}
+
+// Info returns the catalog entry of a run built in memory.
+func (r *Run) Info() *RunInfo {
+	return &RunInfo{Key: r.Key(), ID: r.ID, TraceID: r.TraceID, Name: r.Root.Name, Summary: r.Summary, mem: r.Spans}
 }
 
 // HumanDuration formats d for people: 45µs, 0.4ms, 12.3ms, 1.25s, 2m03s.

@@ -32,12 +32,13 @@ func fixtureSpans() map[string][]*Span {
 		return s
 	}
 
+	cost := func(usd float64) Attr { return Attr{"harnessx.cost.usd", Value{Type: TypeDouble, Double: usd}} }
 	toolRun := []*Span{
-		withUsage(agent(1, 1, "weather", 0, 12.3, str("harnessx.run.id", "run-1"), str("harnessx.run.status", "completed")), 1234, 56, 1000, 0),
-		withUsage(chat(1, 2, 1, 0.2, 8.3, list("gen_ai.response.finish_reasons", "tool_use")), 600, 31, 500, 0),
+		withUsage(agent(1, 1, "weather", 0, 12.3, str("harnessx.run.id", "run-1"), str("harnessx.run.status", "completed"), cost(0.0064199999999999995)), 1234, 56, 1000, 0),
+		withUsage(chat(1, 2, 1, 0.2, 8.3, list("gen_ai.response.finish_reasons", "tool_use"), cost(0.0041199999999999995)), 600, 31, 500, 0),
 		tool(1, 3, 1, "get_weather", 8.4, 8.8, str("harnessx.tool.status", "ok")),
 		withUsage(chat(1, 4, 1, 8.9, 12.2, list("gen_ai.response.finish_reasons", "end_turn"),
-			list("harnessx.prefix_key.changed", "tools"), num("gen_ai.usage.reasoning.output_tokens", 7)), 634, 25, 500, 0),
+			list("harnessx.prefix_key.changed", "tools"), num("gen_ai.usage.reasoning.output_tokens", 7), cost(0.0023)), 634, 25, 500, 0),
 	}
 	failed := []*Span{
 		agent(2, 1, "billing", 0, 1500, str("harnessx.run.id", "run-2"), str("harnessx.run.status", "failed"),
@@ -105,7 +106,10 @@ func TestWriteRunList(t *testing.T) {
 	for _, ss := range fixtureSpans() {
 		all = append(all, ss...)
 	}
-	runs := BuildRuns(all)
+	var runs []*RunInfo
+	for _, r := range BuildRuns(all) {
+		runs = append(runs, r.Info())
+	}
 	var b bytes.Buffer
 	if err := WriteRunList(&b, runs); err != nil {
 		t.Fatal(err)
@@ -115,28 +119,82 @@ func TestWriteRunList(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	tests := []struct {
-		name      string
-		status    string
-		usage     Usage
-		errors    int
-		errorType string
-		breaks    string
-		models    int
-		tools     int
+		name       string
+		status     string
+		state      string
+		usage      Usage
+		cost       string
+		errors     int
+		errorType  string
+		errorLabel string
+		breaks     string
+		models     int
+		tools      int
 	}{
-		{name: "tool_run", status: "completed", usage: Usage{Input: 1234, Output: 56, CacheRead: 1000, Reasoning: 7}, breaks: "tools", models: 2, tools: 1},
-		{name: "failed", status: "failed", usage: Usage{Input: 500, Output: 30, CacheCreation: 280}, errors: 3, errorType: "*harness.ProviderError", models: 2, tools: 1},
-		{name: "paused", status: "paused", usage: Usage{Input: 100, Output: 10}, models: 1, tools: 2},
-		{name: "subagent", status: "cancelled", usage: Usage{Input: 2100, Output: 210}, models: 3, tools: 2},
+		{name: "tool_run", status: "completed", state: "ok", usage: Usage{Input: 1234, Output: 56, CacheRead: 1000, Reasoning: 7}, cost: "$0.00642",
+			breaks: "tools", models: 2, tools: 1},
+		{name: "failed", status: "failed", state: "error", usage: Usage{Input: 500, Output: 30, CacheCreation: 280}, errors: 3,
+			errorType: "*harness.ProviderError", errorLabel: "*harness.ProviderError", models: 2, tools: 1},
+		{name: "paused", status: "paused", state: "paused", usage: Usage{Input: 100, Output: 10}, models: 1, tools: 2},
+		{name: "subagent", status: "cancelled", state: "cancelled", usage: Usage{Input: 2100, Output: 210}, models: 3, tools: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := BuildRuns(fixtureSpans()[tt.name])[0].Summary
-			if s.Status != tt.status || s.Usage != tt.usage || s.Errors != tt.errors || s.ErrorType != tt.errorType ||
+			if s.Status != tt.status || s.State != tt.state || s.Usage != tt.usage || s.Cost != tt.cost || s.Errors != tt.errors ||
+				s.ErrorType != tt.errorType || s.ErrorLabel != tt.errorLabel ||
 				strings.Join(s.CacheBreaks, ",") != tt.breaks || s.Models != tt.models || s.Tools != tt.tools {
 				t.Errorf("summary %+v", s)
 			}
 		})
+	}
+}
+
+// TestSummaryErrorType: _OTHER (an error without a Go type) gives way to
+// a type named by another span of the run, and without one the label is
+// the error's text.
+func TestSummaryErrorType(t *testing.T) {
+	root := &Span{TraceID: id(9, 16), SpanID: id(1, 8), Name: "invoke_agent a", Status: StatusError, StatusMessage: "model request 1: boom",
+		Attrs: Attrs{str("gen_ai.operation.name", "invoke_agent"), str("harnessx.run.status", "failed"), str("error.type", "_OTHER")}}
+	chat := &Span{TraceID: id(9, 16), SpanID: id(2, 8), ParentID: id(1, 8), Name: "chat m", Status: StatusError, StatusMessage: "boom",
+		Attrs: Attrs{str("gen_ai.operation.name", "chat"), str("error.type", "_OTHER")}}
+	tool := &Span{TraceID: id(9, 16), SpanID: id(3, 8), ParentID: id(1, 8), Name: "execute_tool t", Status: StatusError, StatusMessage: "no such file",
+		Attrs: Attrs{str("gen_ai.operation.name", "execute_tool"), str("error.type", "*fs.PathError")}}
+	s := BuildRuns([]*Span{root, chat, tool})[0].Summary
+	if s.ErrorType != "*fs.PathError" || s.ErrorLabel != "*fs.PathError" || s.Error != "model request 1: boom" || s.State != "error" {
+		t.Errorf("with a named type: %+v", s)
+	}
+	for _, sp := range []*Span{root, chat, tool} {
+		sp.Children = nil
+	}
+	s = BuildRuns([]*Span{root, chat})[0].Summary
+	if s.ErrorType != "_OTHER" || s.ErrorLabel != "model request 1: boom" {
+		t.Errorf("without one: %+v", s)
+	}
+}
+
+func TestFormatUSD(t *testing.T) {
+	for _, tt := range []struct {
+		in   float64
+		want string
+	}{
+		{0, "$0"},
+		{0.0041199999999999995, "$0.00412"},
+		{0.0041, "$0.0041"},
+		{0.000898, "$0.000898"},
+		{0.5, "$0.50"},
+		{0.1234567, "$0.1235"},
+		{0.99999, "$1.00"},
+		{0.0000001234, "$0.0000001234"},
+		{1, "$1.00"},
+		{1.005, "$1.00"},
+		{12.3456, "$12.35"},
+		{1234567.891, "$1,234,567.89"},
+		{-0.25, "-$0.25"},
+	} {
+		if got := FormatUSD(tt.in); got != tt.want {
+			t.Errorf("FormatUSD(%v) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
 
