@@ -28,7 +28,9 @@ func pbInt(n int64) *commonpb.AnyValue {
 func pbDouble(f float64) *commonpb.AnyValue {
 	return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: f}}
 }
-func pbKV(k string, v *commonpb.AnyValue) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: v} }
+func pbKV(k string, v *commonpb.AnyValue) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: v}
+}
 
 func mustHex(t testing.TB, s string) []byte {
 	b, err := hex.DecodeString(s)
