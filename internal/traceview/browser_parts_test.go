@@ -155,7 +155,7 @@ func TestBrowserParts(t *testing.T) {
 	check("span panel", figs)
 
 	// An incident's events.
-	must(click(ctx, `#incidents li`))
+	must(click(ctx, `#incidents tbody tr`))
 	must(visible(ctx, `#incident figure.part`))
 	figs = figuresDone("#incident figure.part")
 	if len(figs) == 0 {

@@ -1,9 +1,7 @@
 package traceview
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -340,6 +338,7 @@ type fileJSON struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	Note   string `json:"note,omitempty"`
 }
 
 func (h *handler) incident(w http.ResponseWriter, r *http.Request) {
@@ -385,11 +384,8 @@ func (h *handler) incident(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.Manifest = &b.Manifest
-	if data, ok := b.Member(flight.ManifestName); ok {
-		sum := sha256.Sum256(data)
-		out.Files = append(out.Files, fileJSON{Name: flight.ManifestName, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
-	}
-	for _, m := range b.Manifest.Members {
+	out.Files = append(out.Files, fileJSON{Name: flight.ManifestName, Note: "lists the other files with their sizes and SHA-256"})
+	for _, m := range b.Members {
 		out.Files = append(out.Files, fileJSON{Name: m.Name, Size: m.Size, SHA256: m.SHA256})
 	}
 	if verr := b.Verify(); verr != nil {

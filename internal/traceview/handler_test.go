@@ -175,3 +175,49 @@ func TestFollow(t *testing.T) {
 		t.Error("Follow created the file")
 	}
 }
+
+// TestHandlerPages: the run list comes in pages, newest first.
+func TestHandlerPages(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "traces.jsonl")
+	for n := range 7 {
+		appendFile(t, file, otlpLine(t, synthRun(t, 2*n, int64(n)*1000)...))
+	}
+	h := Handler(HandlerOptions{Sources: Sources{TraceFiles: []string{file}}})
+	type page struct {
+		Runs []struct {
+			ID   string `json:"id"`
+			Cost string `json:"cost"`
+		} `json:"runs"`
+		Total, Offset, Limit int
+	}
+	ids := func(p page) string {
+		var out []string
+		for _, r := range p.Runs {
+			out = append(out, r.ID)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tt := range []struct {
+		query, ids    string
+		offset, limit int
+	}{
+		{"", "run-12 run-10 run-8 run-6 run-4 run-2 run-0", 0, DefaultPageSize},
+		{"?limit=3", "run-12 run-10 run-8", 0, 3},
+		{"?offset=3&limit=3", "run-6 run-4 run-2", 3, 3},
+		{"?offset=6&limit=3", "run-0", 6, 3},
+		{"?offset=100", "", 7, DefaultPageSize},
+		{"?limit=0", "run-12", 0, 1},
+		{"?limit=100000&offset=-4", "run-12 run-10 run-8 run-6 run-4 run-2 run-0", 0, MaxPageSize},
+	} {
+		var p page
+		decode(t, get(t, h, "127.0.0.1", "/api/runs"+tt.query), &p)
+		if ids(p) != tt.ids || p.Total != 7 || p.Offset != tt.offset || p.Limit != tt.limit {
+			t.Errorf("%s: %q total %d offset %d limit %d", tt.query, ids(p), p.Total, p.Offset, p.Limit)
+		}
+		for _, r := range p.Runs {
+			if r.Cost != "$0.000898" {
+				t.Errorf("%s: cost %q", r.ID, r.Cost)
+			}
+		}
+	}
+}

@@ -45,51 +45,120 @@
   }
 
   let current = null; // "run:<key>" or "inc:<recording>/<name>"
+  const page = { offset: 0, limit: 50, total: 0 };
+
+  // label builds a key label whose dotted or underscored names may break
+  // after a dot or underscore (a <wbr>), never inside a word.
+  function label(cls, text) {
+    const e = el("span", cls);
+    const parts = String(text).split(/(?<=[._])/);
+    parts.forEach((p, i) => {
+      e.appendChild(document.createTextNode(p));
+      if (i < parts.length - 1) e.appendChild(document.createElement("wbr"));
+    });
+    return e;
+  }
+
+  // stateCell shows a run's or span's state: ok, error, or another run
+  // status (paused, cancelled, …).
+  function stateCell(state) {
+    return el("td", "state state-" + (state === "ok" || state === "error" ? state : "other"), state);
+  }
+
+  function timeCell(s) {
+    const t = fmtTime(s);
+    const [day, clock] = t.split(" ");
+    const td = el("td", "time");
+    td.appendChild(el("span", "", clock ? clock.replace(/\.\d+$/, "") : t));
+    if (clock) td.appendChild(el("span", "sub", day));
+    td.title = t;
+    return td;
+  }
+
+  function runHash(key) {
+    return "#run=" + encodeURIComponent(key);
+  }
+
+  function incidentHash(rec, name) {
+    return "#incident=" + encodeURIComponent(rec) + "/" + encodeURIComponent(name);
+  }
+
+  function link(text, href, cls) {
+    const a = el("a", cls || "", text);
+    a.href = href;
+    return a;
+  }
 
   async function loadList() {
     let data;
     try {
-      data = await getJSON("/api/runs");
+      data = await getJSON("/api/runs?offset=" + page.offset + "&limit=" + page.limit);
     } catch (err) {
       setStatus(String(err));
       return;
     }
+    page.total = data.total;
+    if (page.offset > 0 && page.offset >= data.total) {
+      page.offset = Math.max(0, data.total - page.limit);
+      return loadList();
+    }
     const body = $("runs").tBodies[0];
     clear(body);
     for (const r of data.runs) {
-      const tr = el("tr", r.errors > 0 ? "failed" : "", null, [
-        el("td", "", fmtTime(r.start)),
-        el("td", "", r.agent),
-        el("td", "", r.status),
-        el("td", "num", fmtMS(r.duration_ms)),
-        el("td", "num", r.spans),
-        el("td", "num", fmtInt(r.usage.input) + " / " + fmtInt(r.usage.output)),
-        el("td", "num", r.errors > 0 ? r.errors + (r.error_type ? " (" + r.error_type + ")" : "") : "0"),
+      const open = () => { location.hash = runHash(r.key); };
+      const tr = el("tr", "run" + (r.errors > 0 ? " failed" : ""), null, [
+        timeCell(r.start),
+        el("td", "agent", null, [el("div", "", r.agent)]),
+        stateCell(r.state),
+        el("td", "num dur", fmtMS(r.duration_ms)),
+        el("td", "num spans", r.spans),
+        el("td", "num tokens", fmtInt(r.usage.input) + " / " + fmtInt(r.usage.output)),
+        el("td", "num cost", r.cost || "–"),
+        el("td", "num errors" + (r.errors > 0 ? " failed" : ""), String(r.errors)),
       ]);
       tr.dataset.key = r.key;
       tr.dataset.runId = r.id;
-      if (current === "run:" + r.key) tr.classList.add("selected");
-      tr.addEventListener("click", () => { location.hash = "run=" + encodeURIComponent(r.key); });
+      tr.dataset.agent = r.agent;
+      tr.addEventListener("click", open);
       body.appendChild(tr);
+      // What failed, named, on a line of its own under the run.
+      if (r.errors > 0 && r.error_label) {
+        const detail = el("tr", "error-row failed", null, [el("td", "", r.error_label)]);
+        detail.cells[0].colSpan = 8;
+        detail.dataset.key = r.key;
+        detail.addEventListener("click", open);
+        body.appendChild(detail);
+      }
     }
-    $("no-runs").hidden = data.runs.length > 0;
-    const incs = $("incidents");
+    for (const tr of body.rows) tr.classList.toggle("selected", current === "run:" + tr.dataset.key);
+    $("no-runs").hidden = data.total > 0;
+    const first = data.runs.length ? data.offset + 1 : 0;
+    $("page-info").textContent = fmtInt(first) + "–" + fmtInt(data.offset + data.runs.length) + " of " + fmtInt(data.total);
+    $("newer").disabled = data.offset === 0;
+    $("older").disabled = data.offset + data.runs.length >= data.total;
+    const incs = $("incidents").tBodies[0];
     clear(incs);
     for (const inc of data.incidents) {
-      const li = el("li", "", inc.recording + " / " + inc.name + " (" + fmtInt(inc.size) + " bytes)");
-      li.dataset.recording = inc.recording;
-      li.dataset.name = inc.name;
-      li.addEventListener("click", () => {
-        location.hash = "incident=" + encodeURIComponent(inc.recording) + "/" + encodeURIComponent(inc.name);
-      });
-      incs.appendChild(li);
+      const runs = inc.failed_run || (inc.run_ids && inc.run_ids.length ? inc.run_ids[inc.run_ids.length - 1] : "");
+      const tr = el("tr", inc.error ? "failed" : "", null, [
+        timeCell(inc.created && !inc.created.startsWith("0001") ? inc.created : inc.modified),
+        el("td", "", inc.reason || "-"),
+        el("td", "", runs || "-"),
+        el("td", "", inc.error || "-"),
+      ]);
+      tr.dataset.recording = inc.recording;
+      tr.dataset.name = inc.name;
+      tr.title = inc.recording + " / " + inc.name;
+      if (current === "inc:" + inc.recording + "/" + inc.name) tr.classList.add("selected");
+      tr.addEventListener("click", () => { location.hash = incidentHash(inc.recording, inc.name); });
+      incs.appendChild(tr);
     }
     $("no-incidents").hidden = data.incidents.length > 0;
     const probs = $("problems");
     clear(probs);
     for (const p of data.problems) probs.appendChild(el("li", "failed", p));
     $("problems-box").hidden = data.problems.length === 0;
-    setStatus(data.runs.length + (data.runs.length === 1 ? " run" : " runs") + ", updated " + new Date().toLocaleTimeString());
+    setStatus(fmtInt(data.total) + (data.total === 1 ? " run" : " runs") + ", updated " + new Date().toLocaleTimeString());
   }
 
   function attr(span, key) {
@@ -198,10 +267,15 @@
     return box.firstChild ? box : null;
   }
 
+  // kvTable shows [label, value, class] rows; a value may be a node.
   function kvTable(rows) {
     const t = el("table", "kv");
     const body = el("tbody");
-    for (const [k, v, cls] of rows) body.appendChild(el("tr", cls || "", null, [el("td", "", k), el("td", "", v)]));
+    for (const [k, v, cls] of rows) {
+      const val = el("td");
+      if (v instanceof Node) val.appendChild(v); else val.textContent = String(v);
+      body.appendChild(el("tr", cls || "", null, [el("td", "", null, [label("label", k)]), val]));
+    }
     t.appendChild(body);
     return t;
   }
@@ -213,15 +287,14 @@
     const rows = [
       ["operation", span.operation || "-"],
       ["kind", span.kind],
-      ["status", span.status + (span.status_message.value ? ": " + span.status_message.value : ""), span.failed ? "failed" : ""],
+      ["status", span.status + (span.failed && span.status_message.value ? ": " + span.status_message.value : ""), span.failed ? "failed" : ""],
       ["start", "+" + fmtMS(span.offset_ms)],
       ["duration", fmtMS(span.duration_ms)],
       ["span id", span.span_id],
       ["parent id", span.parent_id || "-"],
       ["service", span.service || "-"],
     ];
-    const et = attr(span, "error.type");
-    if (et) rows.push(["error.type", et.value, "failed"]);
+    if (span.failed && span.error_label) rows.push(["error", span.error_label, "failed"]);
     p.appendChild(kvTable(rows));
 
     if (span.usage) {
@@ -233,6 +306,7 @@
         ["cache write", fmtInt(u.cache_creation)],
         ["output tokens", fmtInt(u.output)],
         ["reasoning", fmtInt(u.reasoning)],
+        ["cost", span.cost || "no price"],
       ]);
       box.id = "usage";
       p.appendChild(box);
@@ -277,7 +351,7 @@
       p.appendChild(el("h3", "", "Events"));
       for (const ev of span.events) {
         p.appendChild(el("p", "", ev.name + " at +" + fmtMS(ev.offset_ms)));
-        for (const a of ev.attrs) p.appendChild(kvTable([[a.key, a.value]]));
+        p.appendChild(kvTable(ev.attrs.map((a) => [a.key, a.value])));
       }
     }
 
@@ -285,7 +359,7 @@
     const all = el("div");
     all.id = "attributes";
     for (const a of span.attrs) {
-      all.appendChild(el("div", "attr-key", a.key + " (" + a.type + ")"));
+      all.appendChild(label("attr-key", a.key + " (" + a.type + ")"));
       all.appendChild(valueBlock(a));
     }
     p.appendChild(all);
@@ -317,10 +391,33 @@
     const title = $("view-title");
     clear(title);
     title.appendChild(el("h2", "", run.name));
-    title.appendChild(el("p", run.errors > 0 ? "failed" : "",
-      "run " + run.id + " · " + run.status + " · " + fmtMS(run.duration_ms) + " · " + run.spans + " spans · tokens in " +
-      fmtInt(run.usage.input) + " (cache read " + fmtInt(run.usage.cache_read) + ") out " + fmtInt(run.usage.output) +
-      (run.cache_breaks && run.cache_breaks.length ? " · cache break: " + run.cache_breaks.join(", ") : "")));
+    const head = el("p", "run-head" + (run.errors > 0 ? " failed" : ""));
+    head.id = "run-head";
+    const bits = [
+      "run " + run.id,
+      null, // the state, in its own span
+      fmtMS(run.duration_ms),
+      run.spans + " spans",
+      "tokens in " + fmtInt(run.usage.input) + " (cache read " + fmtInt(run.usage.cache_read) + ") out " + fmtInt(run.usage.output),
+      "cost " + (run.cost || "–") + (run.unpriced_requests ? " (" + run.unpriced_requests + " requests without a price)" : ""),
+    ];
+    if (run.errors > 0) bits.push(run.errors + (run.errors === 1 ? " error" : " errors") + (run.error_label ? ": " + run.error_label : ""));
+    if (run.cache_breaks && run.cache_breaks.length) bits.push("cache break: " + run.cache_breaks.join(", "));
+    bits.forEach((b, i) => {
+      if (i > 0) head.appendChild(document.createTextNode(" · "));
+      if (b === null) head.appendChild(el("span", "state state-" + run.state, run.state));
+      else head.appendChild(el("span", "", b));
+    });
+    title.appendChild(head);
+    if (data.incidents && data.incidents.length) {
+      const links = el("p", "run-links");
+      links.id = "run-incidents";
+      links.appendChild(document.createTextNode("incident bundles: "));
+      for (const inc of data.incidents) {
+        links.appendChild(link(inc.name + (inc.reason ? " (" + inc.reason + ")" : ""), incidentHash(inc.recording, inc.name), "incident-link"));
+      }
+      title.appendChild(links);
+    }
     const total = Math.max(run.duration_ms, 0.001);
     let first = null;
     for (const s of data.spans) {
@@ -350,6 +447,7 @@
       if (!first) first = [row, s];
     }
     for (const tr of $("runs").tBodies[0].rows) tr.classList.toggle("selected", tr.dataset.key === key);
+    for (const tr of $("incidents").tBodies[0].rows) tr.classList.remove("selected");
     if (first) {
       first[0].classList.add("selected");
       showSpan(first[1]);
@@ -365,6 +463,8 @@
     const title = $("view-title");
     clear(title);
     title.appendChild(el("h2", "", "incident " + rec + " / " + name));
+    for (const tr of $("incidents").tBodies[0].rows) tr.classList.toggle("selected", tr.dataset.recording === rec && tr.dataset.name === name);
+    for (const tr of $("runs").tBodies[0].rows) tr.classList.remove("selected");
     let data;
     try {
       data = await getJSON("/api/incidents/" + encodeURIComponent(rec) + "/" + encodeURIComponent(name));
@@ -372,13 +472,41 @@
       setStatus(String(err));
       return;
     }
-    if (data.error) box.appendChild(el("p", "failed", data.error));
-    box.appendChild(el("p", data.verified ? "" : "failed", data.verified ? "checksums verified" : "verification FAILED"));
-    for (const pr of data.problems) box.appendChild(el("p", "failed", pr.member + ": " + pr.reason));
-    if (data.manifest) {
-      box.appendChild(el("h3", "", "Manifest"));
-      box.appendChild(el("pre", "", JSON.stringify(data.manifest, null, 2)));
+    const inc = data.incident;
+    const runs = el("span");
+    for (const r of data.runs) {
+      if (r.key) runs.appendChild(link(r.id, runHash(r.key), "run-link" + (r.id === inc.failed_run ? " failed" : "")));
+      else runs.appendChild(el("span", "", r.id + " (no spans) "));
     }
+    if (!data.runs.length) runs.textContent = "-";
+    const facts = kvTable([
+      ["trigger", inc.reason || "-"],
+      ["time", fmtTime(inc.created && !inc.created.startsWith("0001") ? inc.created : inc.modified)],
+      ["agent", inc.agent || "-"],
+      ["run", runs],
+      ["error", inc.error ? (inc.failed_run ? inc.failed_run + ": " : "") + inc.error : "-", inc.error ? "failed" : ""],
+      ["checksums", data.verified ? "verified" : "verification FAILED", data.verified ? "" : "failed"],
+      ["events", data.manifest ? fmtInt(data.manifest.events) : "-"],
+      ["spans", data.manifest ? fmtInt(data.manifest.spans) : "-"],
+    ]);
+    facts.id = "incident-facts";
+    box.appendChild(facts);
+    if (data.error) box.appendChild(el("p", "failed", data.error));
+    for (const pr of data.problems) box.appendChild(el("p", "failed", pr.member + ": " + pr.reason));
+
+    box.appendChild(el("h3", "", "Files"));
+    const files = el("table", "files");
+    files.id = "incident-files";
+    files.appendChild(el("thead", "", null, [el("tr", "", null, [el("th", "", "file"), el("th", "num", "bytes"), el("th", "", "sha256")])]));
+    const fbody = el("tbody");
+    for (const f of data.files) {
+      const sum = el("td", f.note ? "note" : "", f.note || (f.sha256 ? f.sha256.slice(0, 16) + "…" : ""));
+      if (f.sha256) sum.title = f.sha256;
+      fbody.appendChild(el("tr", "", null, [el("td", "", f.name), el("td", "num", f.note ? "" : fmtInt(f.size)), sum]));
+    }
+    files.appendChild(fbody);
+    box.appendChild(files);
+
     box.appendChild(el("h3", "", "Events"));
     const t = el("table", "events");
     t.appendChild(el("thead", "", null, [el("tr", "", null, [
@@ -396,6 +524,12 @@
     t.appendChild(body);
     box.appendChild(t);
     if (data.events_not_shown) box.appendChild(el("p", "note", fmtInt(data.events_not_shown) + " more events not shown"));
+    if (data.manifest) {
+      const raw = el("details");
+      raw.appendChild(el("summary", "", "manifest.json"));
+      raw.appendChild(el("pre", "", JSON.stringify(data.manifest, null, 2)));
+      box.appendChild(raw);
+    }
   }
 
   function route() {
@@ -409,6 +543,9 @@
   }
 
   $("refresh").addEventListener("click", () => { loadList(); });
+  $("newer").addEventListener("click", () => { page.offset = Math.max(0, page.offset - page.limit); loadList(); });
+  $("older").addEventListener("click", () => { if (page.offset + page.limit < page.total) page.offset += page.limit; loadList(); });
+  $("page-size").addEventListener("change", (ev) => { page.limit = Number(ev.target.value) || 50; page.offset = 0; loadList(); });
   window.addEventListener("hashchange", route);
   loadList().then(route);
   setInterval(() => { if (!document.hidden) loadList(); }, 5000);
