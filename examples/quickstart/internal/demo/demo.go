@@ -18,6 +18,7 @@ import (
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
 	"github.com/harnessx/harnessx/internal/traceview"
+	"github.com/harnessx/harnessx/pricing"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -26,6 +27,34 @@ type Backend struct {
 	Provider harness.Provider
 	Label    string // printed first, e.g. "anthropic, claude-haiku-5-5"
 	Model    string
+	// Prices prices the model's requests; nil leaves the tracing
+	// extension's default (the built-in table, or HARNESSX_PRICES).
+	Prices *pricing.Table
+}
+
+// scriptedPrice prices the scripted model like a small real one (US
+// dollars per million tokens), so that the offline run shows a cost.
+const scriptedPrice = `{"format": 1, "as_of": "2026-12-01", "notes": "the quickstart's scripted model, priced like a small model",
+  "models": [{"model": "scripted-model", "input": 1, "output": 5, "cache_read": 0.10, "cache_write": 1.25}]}`
+
+// scriptedPrices returns the prices of HARNESSX_PRICES (the built-in
+// table by default) with the scripted model's added; nil when pricing is
+// off, or when the table cannot be used (the tracing extension then says
+// why).
+func scriptedPrices() *pricing.Table {
+	base, err := pricing.FromEnv()
+	if err != nil || base == nil {
+		return nil
+	}
+	own, err := pricing.Parse([]byte(scriptedPrice), "quickstart")
+	if err != nil {
+		return nil
+	}
+	t, err := base.Merge(own)
+	if err != nil {
+		return nil
+	}
+	return t
 }
 
 // Model returns the model name: $HARNESSX_MODEL, else def.
@@ -37,7 +66,8 @@ func Model(def string) string {
 }
 
 // Offline returns the scripted model: it asks the weather tool for Lisbon,
-// then answers, with the usage a cached prompt would report.
+// then answers, with the usage a cached prompt would report. It has a
+// price (that of a small model), so the run shows its cost.
 func Offline() Backend {
 	return Backend{
 		Provider: harnesstest.NewScriptedProvider(
@@ -51,8 +81,9 @@ func Offline() Backend {
 				Usage: harness.Usage{InputTokens: 468, OutputTokens: 22, CacheReadInputTokens: 380},
 			},
 		),
-		Label: "scripted (offline)",
-		Model: Model("scripted-model"),
+		Label:  "scripted (offline)",
+		Model:  Model("scripted-model"),
+		Prices: scriptedPrices(),
 	}
 }
 
@@ -100,7 +131,7 @@ func Run(ctx context.Context, w io.Writer, b Backend) (err error) {
 		harness.WithModel(b.Model),
 		harness.WithSystemPrompt("You are a concise weather assistant. Use get_weather."),
 		harness.WithTools(weather),
-		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+		harness.WithExtensions(tracing.New(tracingOpts(tp, b)...)),
 	)
 	if err != nil {
 		return err
@@ -138,6 +169,16 @@ func Run(ctx context.Context, w io.Writer, b Backend) (err error) {
 	}
 	printDestinations(w, backends, stats)
 	return nil
+}
+
+// tracingOpts are the tracing extension's options: the provider, and the
+// backend's prices when it has its own.
+func tracingOpts(tp *exporters.Provider, b Backend) []tracing.Option {
+	opts := []tracing.Option{tracing.WithTracerProvider(tp)}
+	if b.Prices != nil {
+		opts = append(opts, tracing.WithPricing(b.Prices))
+	}
+	return opts
 }
 
 // printDestinations says where the spans went and how to look at them.
