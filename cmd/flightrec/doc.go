@@ -159,20 +159,37 @@
 // Runs lists the most recent agent runs (-n, default 20; 0 for all),
 // oldest first, found in the trace file and in the recordings' span
 // snapshots and incident bundles (a span found in several places counts
-// once): start time, run ID, agent, status, duration, spans, tokens in
-// and out summed over the model calls, and the spans that record an
-// error, with the error type. A run is a root invoke_agent span with its
+// once): start time, run ID, agent, status (ok or error; paused,
+// cancelled and the like as they are), duration, spans, tokens in and out
+// and cost summed over the model calls, and the spans that record an
+// error, with the error type by name (an error without a Go type, which
+// the tracing extension records as _OTHER, by a type another span of the
+// run names, else by its text). The cost is the tracing extension's
+// harnessx.cost.usd (see its Cost section), shown with four significant
+// digits below a dollar ($0.00412) and in cents from a dollar up; "-"
+// for a run without one. A run is a root invoke_agent span with its
 // descendants; a subagent's spans belong to the run that called it. With
-// --json it prints the runs' summaries as JSON. A --traces or --dir that
-// does not exist is an error, for runs and trace alike, and "no runs"
-// names the default paths that do not exist.
+// --json it prints the runs' summaries as JSON (cost_usd, cost, state,
+// error_label among them). A --traces or --dir that does not exist is an
+// error, for runs and trace alike, and "no runs" names the default paths
+// that do not exist.
+//
+// The trace file is indexed, not loaded: runs, trace and ui read each
+// line once, keeping only what the summaries need and where each run's
+// spans are, and trace and ui then read a run's spans from its lines
+// alone, so a trace file of hundreds of MB lists its runs in seconds. A
+// line longer than 64 MiB is skipped and named ("line N is longer than
+// the limit"). Under --dir, recordings, span snapshots and bundles that
+// resolve through symbolic links outside it are refused, with a warning.
 //
 // # trace
 //
-// Trace prints one run as a tree of spans: each with its duration and
-// what matters about it (tokens with cache reads and writes, stop reason,
-// the prompt-cache prefix parts whose change broke the cache, tool and
-// run statuses, errors marked with ✗). The run is given by its run ID or
+// Trace prints one run as a tree of spans under a header with its run
+// ID, trace ID, status, start and cost: each span with its duration and
+// what matters about it (tokens with cache reads and writes, the cost of
+// a model call and of the run, stop reason, the prompt-cache prefix parts
+// whose change broke the cache, tool and run statuses, errors marked with
+// ✗). The run is given by its run ID or
 // trace ID; without one, or with --last, it is the run that started last.
 // --attrs prints every attribute too, long values cut. --follow watches
 // the trace file and prints each new run as it completes (its root span
@@ -181,11 +198,16 @@
 // # ui
 //
 // UI serves a web page on --addr (default 127.0.0.1:7318; port 0 picks a
-// free one) and prints its URL: the recent runs, a waterfall of the spans
-// of the run clicked, the attributes of the span clicked (system prompt,
-// input and output messages, tool definitions, usage, the prompt-cache
-// prefix key parts and which one broke the cache, every attribute), and
-// the recordings' incident bundles with their manifest and events. Media
+// free one) and prints its URL: the runs, newest first, a page at a time
+// (25 to 200; Newer and Older), with their status, duration, spans,
+// tokens, cost and errors; a waterfall of the spans of the run clicked
+// under a header with its cost and links to its incident bundles; the
+// attributes of the span clicked (status ok or error, system prompt,
+// input and output messages, tool definitions, usage and cost, the
+// prompt-cache prefix key parts and which one broke the cache, every
+// attribute); and the recordings' incident bundles as tables (trigger,
+// time, agent, run with a link to it, error, checksums, files, events).
+// The run list fits a 1,280 px window. Media
 // parts named by reference in the messages and events show as thumbnails
 // when they are PNG, JPEG, GIF or WebP images whose bytes the recordings
 // or bundles under --dir hold (and whose bytes are of the type claimed);
