@@ -36,6 +36,10 @@ const (
 // or a size in MB.
 const envBig = "HARNESSX_VIEWER_BIG"
 
+// envBigContent=off records the seed runs without their content
+// (tracing.WithCaptureContent(false)): small spans, many more of them.
+const envBigContent = "HARNESSX_VIEWER_BIG_CONTENT"
+
 // envChild carries the trace file to the child process of
 // TestBigTraceFile.
 const envChild = "HARNESSX_VIEWER_CHILD"
@@ -47,7 +51,9 @@ const envChild = "HARNESSX_VIEWER_CHILD"
 // to one run's spans, and the child's peak RSS. By default the file is
 // 16 MB and the numbers are only reported; with HARNESSX_VIEWER_BIG=1
 // it is 250 MB (or HARNESSX_VIEWER_BIG=<MB>) and the targets are checked:
-// first page under 5 s, peak RSS under 300 MB.
+// first page under 5 s, peak RSS under 300 MB. HARNESSX_VIEWER_BIG_CONTENT=off
+// records the runs without prompts and results: the same size in small
+// spans.
 func TestBigTraceFile(t *testing.T) {
 	size, check := int64(16<<20), false
 	if v := os.Getenv(envBig); v != "" {
@@ -87,8 +93,10 @@ func TestBigTraceFile(t *testing.T) {
 	total, _ := strconv.Atoi(m[3])
 	runMS, _ := strconv.Atoi(m[4])
 	hwm, _ := strconv.ParseInt(m[5], 10, 64)
-	t.Logf("%.1f MB: first page (%s of %d runs) in %d ms, a run's spans in %d ms; peak RSS %.1f MB (VmHWM %.1f MB); child ran %s",
-		float64(fi.Size())/1e6, m[2], total, firstMS, runMS, float64(maxRSS)/(1<<20), float64(hwm<<10)/(1<<20), childWall.Round(time.Millisecond))
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	t.Logf("%.1f MB: first page (%s of %d runs) in %d ms, a run's spans in %d ms; peak RSS %.1f MB (VmHWM %.1f MB); child ran %s, %s of CPU",
+		float64(fi.Size())/1e6, m[2], total, firstMS, runMS, float64(maxRSS)/(1<<20), float64(hwm<<10)/(1<<20),
+		childWall.Round(time.Millisecond), cpu.Round(time.Millisecond))
 	if total != runs {
 		t.Errorf("the viewer lists %d runs of %d", total, runs)
 	}
@@ -209,7 +217,7 @@ func seedRun(t *testing.T, path string, steps int, fail bool, rng *rand.Rand) []
 		harness.WithModel("claude-sonnet-4-5"),
 		harness.WithSystemPrompt("You are a support agent for an online shop. "+text(1500)),
 		harness.WithTools(tools...),
-		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp), tracing.WithCaptureContent(os.Getenv(envBigContent) != "off"))),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // lineLoc locates one line of a trace file: its offset and its length
@@ -33,10 +35,9 @@ type fileIndex struct {
 	// tail is the size at which the file last ended in an incomplete
 	// line, so that an unchanged torn line is not read again.
 	tail   int64
-	lineNo int // complete lines read
-	lines  []lineLoc
+	lineNo int       // complete lines read
+	lines  []lineLoc // the non-empty lines
 	traces map[[16]byte]*traceSkels
-	in     interner
 	// What reading found: lines that are not OTLP JSON and lines over
 	// MaxLine (their numbers, the first few), and a read error.
 	corrupt, long         int
@@ -66,7 +67,6 @@ func (x *fileIndex) reset() {
 	x.fi, x.end, x.tail, x.lineNo = nil, 0, -1, 0
 	x.lines = nil
 	x.traces = map[[16]byte]*traceSkels{}
-	x.in = interner{}
 	x.corrupt, x.long, x.corruptAt, x.longAt, x.err = 0, 0, nil, nil, nil
 	x.dirty = map[[16]byte]bool{}
 }
@@ -113,58 +113,134 @@ func (x *fileIndex) update() bool {
 		x.version++
 		return true
 	}
-	n, torn, err := eachLine(f, func(off int64, line []byte, tooLong bool) {
-		x.addLine(x.end+off, line, tooLong)
-	})
+	n, torn, err := x.scan(f, x.end)
 	x.end += n
 	x.tail = -1
 	if torn {
 		x.tail = fi.Size()
 	}
 	x.err = err
-	for id := range x.dirty {
-		x.rebuild(id)
-	}
-	clear(x.dirty)
+	x.rebuildDirty()
 	x.version++
 	return true
 }
 
-// addLine indexes one complete line found at off.
-func (x *fileIndex) addLine(off int64, line []byte, tooLong bool) {
-	x.lineNo++
-	x.scannedLines++
-	x.scanned += int64(len(line)) + 1
-	if tooLong {
-		x.long++
-		if len(x.longAt) < maxLinesNamed {
-			x.longAt = append(x.longAt, x.lineNo)
+// scanBatch is the bytes a scan job holds, about.
+const scanBatch = 1 << 20
+
+// scanJob is a batch of lines that one worker scans.
+type scanJob struct {
+	buf     []byte  // the lines, one after the other
+	ends    []int   // where each line ends in buf
+	idx     []int32 // each line's index in fileIndex.lines
+	nos     []int   // each line's number
+	spans   []found // what the worker found
+	corrupt []int   // numbers of the lines that are not OTLP JSON
+	done    chan struct{}
+}
+
+// found is a span found in a line.
+type found struct {
+	trace [16]byte
+	sk    skel
+}
+
+func (j *scanJob) run(in interner) {
+	start := 0
+	for i, end := range j.ends {
+		line := j.buf[start:end]
+		start = end
+		mark := len(j.spans)
+		if err := scanLine(line, j.idx[i], in, func(trace [16]byte, sk skel) {
+			j.spans = append(j.spans, found{trace, sk})
+		}); err != nil {
+			j.spans = j.spans[:mark]
+			j.corrupt = append(j.corrupt, j.nos[i])
 		}
-		return
 	}
-	if len(bytes.TrimSpace(line)) == 0 {
-		return
+	close(j.done)
+}
+
+// scan reads r (the file from offset base) to its end: the lines are
+// read in order here and scanned by a worker per processor, a batch at a
+// time, and what they find is added in the order of the lines. It
+// returns the bytes of complete lines read, whether an incomplete line
+// followed them, and a read error.
+func (x *fileIndex) scan(r io.Reader, base int64) (int64, bool, error) {
+	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
+	jobs := make(chan *scanJob)
+	ordered := make(chan *scanJob, 2*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := interner{} // one a worker: strings repeat within a worker's batches
+			for j := range jobs {
+				j.run(in)
+			}
+		}()
 	}
-	idx := int32(len(x.lines))
-	type found struct {
-		trace [16]byte
-		sk    skel
+	merged := make(chan struct{})
+	go func() {
+		defer close(merged)
+		for j := range ordered {
+			<-j.done
+			x.merge(j)
+		}
+	}()
+	newJob := func() *scanJob {
+		return &scanJob{buf: make([]byte, 0, scanBatch+scanBatch/4), done: make(chan struct{})}
 	}
-	var spans []found
-	if err := scanLine(line, idx, x.in, func(trace [16]byte, sk skel) {
-		spans = append(spans, found{trace, sk})
-	}); err != nil {
+	cur := newJob()
+	send := func() {
+		ordered <- cur
+		jobs <- cur
+		cur = newJob()
+	}
+	n, torn, err := eachLine(r, func(off int64, line []byte, tooLong bool) {
+		x.lineNo++
+		x.scannedLines++
+		x.scanned += int64(len(line)) + 1
+		if tooLong {
+			x.long++
+			if len(x.longAt) < maxLinesNamed {
+				x.longAt = append(x.longAt, x.lineNo)
+			}
+			return
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			return
+		}
+		cur.idx = append(cur.idx, int32(len(x.lines)))
+		x.lines = append(x.lines, lineLoc{off: base + off, n: int32(len(line))})
+		cur.nos = append(cur.nos, x.lineNo)
+		cur.buf = append(cur.buf, line...)
+		cur.ends = append(cur.ends, len(cur.buf))
+		if len(cur.buf) >= scanBatch {
+			send()
+		}
+	})
+	if len(cur.ends) > 0 {
+		send()
+	}
+	close(jobs)
+	close(ordered)
+	wg.Wait()
+	<-merged
+	return n, torn, err
+}
+
+// merge adds what a job found.
+func (x *fileIndex) merge(j *scanJob) {
+	for _, no := range j.corrupt {
 		x.corrupt++
 		if len(x.corruptAt) < maxLinesNamed {
-			x.corruptAt = append(x.corruptAt, x.lineNo)
+			x.corruptAt = append(x.corruptAt, no)
 		}
-		return
 	}
-	if len(spans) == 0 {
-		return
-	}
-	x.lines = append(x.lines, lineLoc{off: off, n: int32(len(line))})
-	for _, f := range spans {
+	for i := range j.spans {
+		f := &j.spans[i]
 		ts := x.traces[f.trace]
 		if ts == nil {
 			ts = &traceSkels{}
@@ -173,6 +249,28 @@ func (x *fileIndex) addLine(off int64, line []byte, tooLong bool) {
 		ts.skels = append(ts.skels, f.sk)
 		x.dirty[f.trace] = true
 	}
+}
+
+// rebuildDirty computes the runs of the traces that changed, a share of
+// them a processor.
+func (x *fileIndex) rebuildDirty() {
+	ids := make([][16]byte, 0, len(x.dirty))
+	for id := range x.dirty {
+		ids = append(ids, id)
+	}
+	clear(x.dirty)
+	workers := max(1, min(runtime.GOMAXPROCS(0), 8, len(ids)/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(ids); i += workers {
+				x.rebuild(ids[i]) // each trace apart: no two workers touch one
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // rebuild computes the runs of one trace.

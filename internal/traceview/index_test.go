@@ -173,7 +173,9 @@ func TestIndex(t *testing.T) {
 	}
 	sameRuns(t, cat, path)
 	fi := x.files[0]
-	wantLines := []lineLoc{{0, int32(len(line1) - 1)}, {int64(len(line1) + 1), int32(len(split) - 1)}}
+	// Every non-empty line has its place (the one that is not JSON too).
+	wantLines := []lineLoc{{0, int32(len(line1) - 1)}, {int64(len(line1) + 1), int32(len(split) - 1)},
+		{int64(len(line1) + 1 + len(split)), int32(len("not json"))}}
 	if !slices.Equal(fi.lines, wantLines) {
 		t.Errorf("lines %+v, want %+v", fi.lines, wantLines)
 	}

@@ -427,10 +427,11 @@ func scanLine(data []byte, line int32, in interner, sink spanSink) error {
 // scanSpan reads one span object.
 func scanSpan(s *jscan, line int32, in interner, sink spanSink) error {
 	var (
-		trace            [16]byte
-		sk               = skel{line: line, status: StatusUnset}
-		attrs, events    [2]int // byte ranges of the attributes and events arrays
-		haveTrace, haveS bool
+		trace                [16]byte
+		sk                   = skel{line: line, status: StatusUnset}
+		haveTrace, haveS     bool
+		changed, eventBreaks []string
+		hasChanged           bool
 	)
 	err := s.object(func(k []byte) error {
 		switch string(k) {
@@ -501,17 +502,44 @@ func scanSpan(s *jscan, line int32, in interner, sink spanSink) error {
 				return nil
 			})
 		case "attributes":
-			attrs[0] = s.i
-			if err := s.skip(0); err != nil {
-				return err
-			}
-			attrs[1] = s.i
+			return scanAttrs(s, func(key []byte, v Value) {
+				switch string(key) {
+				case keyOp:
+					sk.op = in.get([]byte(v.String()))
+				case keyRunID:
+					sk.extra().runID = v.String()
+				case keyAgent:
+					sk.extra().agent = in.get([]byte(v.String()))
+				case keyRunStatus:
+					sk.extra().runStatus = in.get([]byte(v.String()))
+				case keyErrorType:
+					sk.extra().errType = in.get([]byte(v.String()))
+				case keyCost:
+					x := sk.extra()
+					x.cost, x.hasCost = valueFloat(v), true
+				case keyUnpriced:
+					x := sk.extra()
+					x.unpriced, _ = v.AsInt()
+					x.hasUnpriced = true
+				case keyPrefixDiff:
+					changed, hasChanged = v.Strings(), true
+				default:
+					for i, uk := range usageKeys {
+						if string(key) == uk {
+							x := sk.extra()
+							n, _ := v.AsInt()
+							*x.usageField(i) = n
+							x.usageKeys |= 1 << i
+						}
+					}
+				}
+			})
 		case "events":
-			events[0] = s.i
-			if err := s.skip(0); err != nil {
+			b, err := scanBreakEvents(s)
+			if err != nil {
 				return err
 			}
-			events[1] = s.i
+			eventBreaks = b
 		default:
 			return s.skip(0)
 		}
@@ -523,61 +551,14 @@ func scanSpan(s *jscan, line int32, in interner, sink spanSink) error {
 	if !haveTrace || !haveS {
 		return errSyntax
 	}
-	if attrs[1] > 0 {
-		var changed []string
-		var hasChanged bool
-		sub := &jscan{b: s.b[:attrs[1]], i: attrs[0]}
-		if err := scanAttrs(sub, func(key []byte, v Value) {
-			switch string(key) {
-			case keyOp:
-				sk.op = in.get([]byte(v.String()))
-			case keyRunID:
-				sk.extra().runID = v.String()
-			case keyAgent:
-				sk.extra().agent = in.get([]byte(v.String()))
-			case keyRunStatus:
-				sk.extra().runStatus = in.get([]byte(v.String()))
-			case keyErrorType:
-				sk.extra().errType = in.get([]byte(v.String()))
-			case keyCost:
-				x := sk.extra()
-				x.cost, x.hasCost = valueFloat(v), true
-			case keyUnpriced:
-				x := sk.extra()
-				x.unpriced, _ = v.AsInt()
-				x.hasUnpriced = true
-			case keyPrefixDiff:
-				changed, hasChanged = v.Strings(), true
-			default:
-				for i, uk := range usageKeys {
-					if string(key) == uk {
-						x := sk.extra()
-						n, _ := v.AsInt()
-						*x.usageField(i) = n
-						x.usageKeys |= 1 << i
-					}
-				}
-			}
-		}); err != nil {
-			return err
-		}
-		if hasChanged {
-			// As cacheBreaks: the attribute, when present, is the answer.
-			events = [2]int{}
-			if len(changed) > 0 {
-				sk.extra().breaks = changed
-			}
-		}
+	// As cacheBreaks: the attribute, when present, is the answer; else
+	// the first prompt_cache_break event's.
+	breaks := eventBreaks
+	if hasChanged {
+		breaks = changed
 	}
-	if events[1] > 0 {
-		sub := &jscan{b: s.b[:events[1]], i: events[0]}
-		breaks, err := scanBreakEvents(sub)
-		if err != nil {
-			return err
-		}
-		if len(breaks) > 0 {
-			sk.extra().breaks = breaks
-		}
+	if len(breaks) > 0 {
+		sk.extra().breaks = breaks
 	}
 	sink(trace, sk)
 	return nil
