@@ -213,17 +213,20 @@ func TestExportProgress(t *testing.T) {
 	a := newApp(context.Background(), &out, &errb)
 	a.progressDelay = -1 // an export past the delay, without waiting a second
 	p := filepath.Join(t.TempDir(), "b.tar.gz")
+	start := time.Now()
 	if err := a.run([]string{"export", "--dir", root, "--recording", "alpha", "-o", p}); err != nil {
 		t.Fatal(err)
 	}
-	// One line (stderr is no terminal), all bytes and events, a rate only
-	// past a tenth of a second.
+	took := time.Since(start)
+	// Lines (stderr is no terminal) of all bytes and events, a rate only
+	// past a tenth of a second. A loaded machine may take longer than
+	// that, and print a line more.
 	got := errb.String()
-	if !strings.HasPrefix(got, "exporting alpha: 3.6 KiB of 3.6 KiB (100%), 13 of 13 events, ") || strings.Count(got, "\n") != 1 {
+	if !strings.HasPrefix(got, "exporting alpha: 3.6 KiB of 3.6 KiB (100%), 13 of 13 events, ") || strings.Count(got, "\n") < 1 {
 		t.Errorf("progress %q", got)
 	}
-	if strings.Contains(got, "/s") {
-		t.Errorf("a rate over a few milliseconds: %q", got)
+	if took < 100*time.Millisecond && (strings.Contains(got, "/s") || strings.Count(got, "\n") != 1) {
+		t.Errorf("an export of %v: one line without a rate expected: %q", took, got)
 	}
 	// Under the default delay, a fast export shows nothing.
 	errb.Reset()
