@@ -1177,6 +1177,7 @@ type finishedRun struct {
 	id    string
 	snap  bool
 	asked bool // it asked questions: their answers go too
+	blobs bool // it may have blobs
 	epoch int  // the execution that finished it; -1: any (the retention's sweep)
 }
 

@@ -171,6 +171,12 @@ func newSealer(keys []PayloadKey) (*sealer, error) {
 // seal seals plain as kind with the current key; bind is authenticated
 // with it (the row's identity; "" for DBOS's payloads).
 func (s *sealer) seal(kind string, plain []byte, bind string) string {
+	return string(s.sealBytes(kind, plain, bind))
+}
+
+// sealBytes is seal returning the sealed text as bytes (for the blobs
+// table's binary column).
+func (s *sealer) sealBytes(kind string, plain []byte, bind string) []byte {
 	aead := s.aeads[s.cur]
 	header := sealPrefix + s.cur + ":" + kind + ":"
 	buf := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
@@ -179,7 +185,7 @@ func (s *sealer) seal(kind string, plain []byte, bind string) string {
 	out := make([]byte, len(header)+base64.RawStdEncoding.EncodedLen(len(buf)))
 	copy(out, header)
 	base64.RawStdEncoding.Encode(out[len(header):], buf)
-	return string(out)
+	return out
 }
 
 // isSealed tells a sealed payload from JSON (which never starts with "h").
@@ -530,11 +536,15 @@ func storageBind(scope harness.StorageScope, key string) string {
 
 // payloadColumns are the columns that hold payloads: DBOS's (its schema
 // of v1.8.0) and the runtime's own.
-var payloadColumns = []struct{ table, column string }{
-	{"workflow_input", "inputs"}, {"workflow_status", "inputs"}, {"workflow_status", "output"},
-	{"workflow_output", "output"}, {"operation_outputs", "output"}, {"notifications", "message"},
-	{"workflow_events", "value"}, {"workflow_events_history", "value"}, {"streams", "value"},
-	{"{KV}", "value"}, {"{P}", "state"},
+// A binary column (the blobs') holds the sealed text as bytes.
+var payloadColumns = []struct {
+	table, column string
+	binary        bool
+}{
+	{"workflow_input", "inputs", false}, {"workflow_status", "inputs", false}, {"workflow_status", "output", false},
+	{"workflow_output", "output", false}, {"operation_outputs", "output", false}, {"notifications", "message", false},
+	{"workflow_events", "value", false}, {"workflow_events_history", "value", false}, {"streams", "value", false},
+	{"{KV}", "value", false}, {"{P}", "state", false}, {"{B}", "data", true},
 }
 
 // RetireKey forgets the key ID id once nothing in the database is sealed
@@ -563,8 +573,12 @@ func (rt *Runtime) RetireKey(ctx context.Context, id string) error {
 			table = "dbos." + table
 		}
 		var n int
+		var prefix any = sealPrefix + id + ":"
+		if c.binary {
+			prefix = []byte(sealPrefix + id + ":")
+		}
 		q := db.q(`SELECT COUNT(*) FROM ` + table + ` WHERE substr(` + c.column + `, 1, $1) = $2`)
-		if err := db.db.QueryRowContext(ctx, q, len(sealPrefix)+len(id)+1, sealPrefix+id+":").Scan(&n); err != nil {
+		if err := db.db.QueryRowContext(ctx, q, len(sealPrefix)+len(id)+1, prefix).Scan(&n); err != nil {
 			return fmt.Errorf("durable: retire key id %q: read %s: %w", id, table, err)
 		}
 		if n > 0 {
