@@ -373,16 +373,26 @@ type modelResult struct {
 // output, not as the step's error: the first execution returns the error
 // itself, a replay an error with its text, as DBOS replays a recorded
 // error.
+//
+// Large media parts of the response are recorded by reference (blob.go)
+// and restored before the response is returned.
 func (r *runner) modelStep(rs *runState, s *harness.Step, inner context.Context, fn func(context.Context) (*harness.ModelResponse, error)) (*harness.ModelResponse, error) {
 	if r.rt.cfg.sealer == nil {
-		return dbos.RunAsStep(rs.wf, func(context.Context) (resp *harness.ModelResponse, err error) {
+		resp, err := dbos.RunAsStep(rs.wf, func(context.Context) (resp *harness.ModelResponse, err error) {
 			defer func() {
 				if p := recover(); p != nil {
 					resp, err = nil, fmt.Errorf("durable: model step %s panicked: %v", s.Key, p)
 				}
 			}()
-			return fn(inner)
+			resp, err = fn(inner)
+			return r.rt.recordResponse(inner, rs, s.Key, resp), err
 		}, dbos.WithStepName(s.Key))
+		if err == nil {
+			if err := r.rt.restoreResponse(inner, rs, s.Key, resp); err != nil {
+				return nil, err
+			}
+		}
+		return resp, err
 	}
 	var first error // the provider's own error, when this execution ran the step
 	out, err := dbos.RunAsStep(rs.wf, func(context.Context) (res modelResult, err error) {
@@ -397,10 +407,13 @@ func (r *runner) modelStep(rs *runState, s *harness.Step, inner context.Context,
 			first = err
 			return modelResult{Err: err.Error()}, nil
 		}
-		return modelResult{ModelResponse: resp}, nil
+		return modelResult{ModelResponse: r.rt.recordResponse(inner, rs, s.Key, resp)}, nil
 	}, dbos.WithStepName(s.Key))
+	if err == nil {
+		err = r.rt.restoreResponse(inner, rs, s.Key, out.ModelResponse)
+	}
 	switch {
-	case err != nil: // the runtime's (the database, a cancelled run)
+	case err != nil: // the runtime's (the database, a cancelled run, a lost blob)
 		return nil, err
 	case out.Err == "":
 		return out.ModelResponse, nil
