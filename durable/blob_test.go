@@ -540,3 +540,24 @@ func TestBlobTable(t *testing.T) {
 		}
 	})
 }
+
+// TestBlobNoPartsCostNothing: a step without large parts records and
+// returns its value as it is, without an allocation.
+func TestBlobNoPartsCostNothing(t *testing.T) {
+	rt, rs, ctx := &Runtime{}, &runState{runID: "r"}, context.Background()
+	small := harness.ImagePart(make([]byte, blobThreshold-1), "image/png")
+	res := &harness.ToolResult{CallID: "c1", Name: "t", Content: "ok", Parts: []harness.Part{harness.Text("x"), small}}
+	resp := reply("done")
+	resp.Message.Content = append(resp.Message.Content, small)
+	allocs := testing.AllocsPerRun(100, func() {
+		if rt.recordResult(ctx, rs, "r/tool/1/c1", res) != res || rt.recordResponse(ctx, rs, "r/model/1", resp) != resp {
+			t.Fatal("copied")
+		}
+		if rt.restoreResult(ctx, rs, "r/tool/1/c1", res) != nil || rt.restoreResponse(ctx, rs, "r/model/1", resp) != nil {
+			t.Fatal("restore failed")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations", allocs)
+	}
+}
