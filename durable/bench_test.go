@@ -89,6 +89,29 @@ func BenchmarkDurableRunWithState(b *testing.B) {
 	}
 }
 
+// BenchmarkDurableRunWithImage is BenchmarkDurableRun with a tool that
+// returns a 1 MiB image: the tool step records a reference and writes
+// the image once to the blobs table, and the finished run deletes it.
+func BenchmarkDurableRunWithImage(b *testing.B) {
+	img := planted(1<<20, 3, toolPlant)
+	type in struct{}
+	tool := harness.MustTool(harness.NewTool("snap", "snap", func(context.Context, in) (harness.ToolOutput, error) {
+		return harness.ToolOutput{Text: "ok", Parts: []harness.Part{harness.ImagePart(img, "image/png")}}, nil
+	}))
+	provider := harness.ProviderFunc(func(_ context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+		if req.Step == 1 {
+			return callMsg(harnesstest.Call("c1", "snap", map[string]any{})), nil
+		}
+		return reply("done"), nil
+	})
+	f := func(ctx context.Context) ([]harness.Option, error) {
+		return []harness.Option{harness.WithProvider(provider), harness.WithModel("fake-1"), harness.WithTools(tool)}, nil
+	}
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) { benchDurableRun(b, benchDSN(b, backend), f) })
+	}
+}
+
 func benchDurableRun(b *testing.B, dsn string, f Factory, opts ...Option) {
 	ctx := context.Background()
 	rt, err := Open(ctx, dsn, append([]Option{WithLogger(quietLogger())}, opts...)...)

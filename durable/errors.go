@@ -59,6 +59,12 @@ var (
 	// wait (Run, Wait, Resume) wait such errors out until their context
 	// ends; the others return them.
 	ErrDatabase = errors.New("durable: database error")
+	// ErrBlob: a recovered run's recorded step references the bytes of a
+	// large media part that are missing from the runtime's blobs table,
+	// cannot be opened, or do not match the SHA-256 the step recorded (a
+	// damaged or deleted row). The run fails rather than go on with other
+	// bytes; the error names the run, the step and the hash.
+	ErrBlob = errors.New("durable: a recorded part's bytes are missing or damaged")
 	// ErrClosed: the runtime was closed.
 	ErrClosed = errors.New("durable: the runtime is closed")
 )

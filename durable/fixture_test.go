@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ func results(req *harness.ModelRequest) string {
 }
 
 // agents are the fixture's agent names.
-var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "work", "spill", "stall"}
+var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "work", "spill", "stall", "image", "smallimage"}
 
 func factory(dir, agent string) Factory {
 	return func(ctx context.Context) ([]harness.Option, error) {
@@ -136,7 +137,31 @@ func factory(dir, agent string) Factory {
 					return callMsg(harnesstest.Call("c1", "big", map[string]any{})), nil
 				case "stall":
 					return callMsg(harnesstest.Call("c1", "stall", map[string]any{})), nil
+				case "image": // an image of the model's own, and a call of a tool that returns one
+					resp := callMsg(harnesstest.Call("c1", "snap", map[string]any{}))
+					resp.Message.Content = append([]harness.Part{harness.ImagePart(modelImage(), "image/png")}, resp.Message.Content...)
+					return resp, nil
+				case "smallimage":
+					return callMsg(harnesstest.Call("c1", "snaps", map[string]any{})), nil
 				}
+			}
+			if agent == "image" || agent == "smallimage" {
+				// What the request carries: each media part's hash, in order.
+				for i, m := range req.Messages {
+					for _, p := range m.Content {
+						parts := []harness.Part{p}
+						if p.ToolResult != nil {
+							parts = p.ToolResult.Parts
+						}
+						for _, q := range parts {
+							if q.Media != nil {
+								sum := q.Media.SHA256()
+								count(dir, fmt.Sprintf("media %d %s %s %d", i, q.MIME(), hex.EncodeToString(sum[:]), len(q.Media.Data)))
+							}
+						}
+					}
+				}
+				killOnce(dir, agent)
 			}
 			if agent == "stall" && req.Step == 2 {
 				return callMsg(harnesstest.Call("c2", "stall", map[string]any{})), nil
@@ -226,6 +251,18 @@ func factory(dir, agent string) Factory {
 				return "chose " + a.Choice, nil
 			}),
 		}
+		snap := harness.MustTool(harness.NewTool("snap", "snap", func(ctx context.Context, _ in) (harness.ToolOutput, error) {
+			count(dir, "tool snap "+harness.ExecutionKey(ctx))
+			return harness.ToolOutput{Text: "snapped", Parts: []harness.Part{harness.ImagePart(toolImage(), "image/png")}}, nil
+		}))
+		snaps := harness.MustTool(harness.NewTool("snaps", "snaps", func(ctx context.Context, _ in) (harness.ToolOutput, error) {
+			count(dir, "tool snaps "+harness.ExecutionKey(ctx))
+			img := toolImage()
+			return harness.ToolOutput{Text: "snapped", Parts: []harness.Part{
+				harness.ImagePart(img[:blobThreshold-1], "image/png"), harness.DocumentPart(img[1:blobThreshold+1], "application/pdf")}}, nil
+		}))
+		snap.ReplayPolicy, snaps.ReplayPolicy = harness.ReplayUnsafe, harness.ReplayUnsafe
+		tools = append(tools, snap, snaps)
 		// Each execution of a run says which attempt it is.
 		starts := harness.WithHooks(func(_ context.Context, ev *harness.Event) error {
 			count(dir, fmt.Sprintf("start %s attempt=%d recovered=%v", ev.RunID, ev.Attempt, ev.Recovered))

@@ -38,6 +38,7 @@ type leaseDB struct {
 	snaps    string // the engine snapshots of extension state
 	answers  string // the first answer given to each question (Reply)
 	parked   string // what each parked run waits for (suspend.go)
+	blobs    string // the bytes of large media parts of unfinished runs (blob.go)
 	postgres bool
 	seal     *sealer // seals storage values and snapshots; nil: none
 
@@ -47,6 +48,8 @@ type leaseDB struct {
 	snapStmt, loadSnapStmt, doneSnapStmt *sql.Stmt
 	// The answers: written by Reply, deleted with a run that asked.
 	doneAnswersStmt *sql.Stmt
+	// The blobs: written and read only by runs with large media parts.
+	putBlobStmt, getBlobStmt, doneBlobsStmt *sql.Stmt
 }
 
 // nowMs is the database's clock in Unix milliseconds: every worker
@@ -68,6 +71,7 @@ func (l *leaseDB) q(query string) string {
 	query = strings.ReplaceAll(query, "{P}", l.snaps)
 	query = strings.ReplaceAll(query, "{A}", l.answers)
 	query = strings.ReplaceAll(query, "{K}", l.parked)
+	query = strings.ReplaceAll(query, "{B}", l.blobs)
 	query = strings.ReplaceAll(query, "{NOW}", l.nowMs())
 	if !l.postgres {
 		query = numbered.ReplaceAllString(query, "?$1")
@@ -80,18 +84,20 @@ func openLeaseDB(ctx context.Context, dsn string) (*leaseDB, error) {
 	var err error
 	if path, ok := sqlitePath(dsn); ok {
 		l.table, l.steps, l.kv, l.snaps, l.answers, l.parked = "harnessx_workers", "harnessx_steps", "harnessx_storage", "harnessx_snapshots", "harnessx_answers", "harnessx_parked"
+		l.blobs = "harnessx_blobs"
 		l.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	} else { // Open refuses SQLite DSNs without a file
 		l.table, l.steps, l.kv, l.snaps, l.answers, l.parked, l.postgres = "harnessx.workers", "harnessx.steps", "harnessx.storage", "harnessx.snapshots", "harnessx.answers", "harnessx.parked", true
+		l.blobs = "harnessx.blobs"
 		l.db, err = sql.Open("pgx", dsn)
 	}
 	if err != nil {
 		return nil, err
 	}
 	l.db.SetMaxOpenConns(2)
-	schema := ""
+	schema, bytes := "", "BLOB"
 	if l.postgres {
-		schema = "CREATE SCHEMA IF NOT EXISTS harnessx;\n"
+		schema, bytes = "CREATE SCHEMA IF NOT EXISTS harnessx;\n", "BYTEA"
 	}
 	stmts := schema + `CREATE TABLE IF NOT EXISTS {T} (
 	app_name     TEXT NOT NULL,
@@ -134,7 +140,15 @@ CREATE TABLE IF NOT EXISTS {K} (
 	since_ms  BIGINT NOT NULL,
 	waking_ms BIGINT,
 	PRIMARY KEY (run_id, wait_id)
+);
+CREATE TABLE IF NOT EXISTS {B} (
+	run_id TEXT NOT NULL,
+	sha256 TEXT NOT NULL,
+	size   BIGINT NOT NULL,
+	data   {BYTES} NOT NULL,
+	PRIMARY KEY (run_id, sha256)
 )`
+	stmts = strings.ReplaceAll(stmts, "{BYTES}", bytes)
 	for _, s := range strings.Split(l.q(stmts), ";\n") {
 		// Two workers creating the schema at once on Postgres: one may
 		// fail on the catalog's unique index while the other's CREATE
@@ -179,6 +193,10 @@ ON CONFLICT (run_id) DO UPDATE SET step_key = excluded.step_key, state = exclude
 		{&l.doneAnswersStmt, `DELETE FROM {A} WHERE run_id = $1`},
 		{&l.doneSnapStmt, `DELETE FROM {P} WHERE run_id = $1
 AND ($2 < 0 OR COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2)`},
+		{&l.putBlobStmt, `INSERT INTO {B} (run_id, sha256, size, data) VALUES ($1, $2, $3, $4) ON CONFLICT (run_id, sha256) DO NOTHING`},
+		{&l.getBlobStmt, `SELECT size, data FROM {B} WHERE run_id = $1 AND sha256 = $2`},
+		{&l.doneBlobsStmt, `DELETE FROM {B} WHERE run_id = $1
+AND ($2 < 0 OR COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''), 1) = $2)`},
 	} {
 		if *p.stmt, err = l.db.PrepareContext(ctx, l.q(p.q)); err != nil {
 			l.db.Close()
@@ -189,7 +207,8 @@ AND ($2 < 0 OR COALESCE((SELECT n FROM {S} WHERE run_id = $1 AND step_key = ''),
 }
 
 func (l *leaseDB) close() {
-	for _, s := range []*sql.Stmt{l.execStmt, l.markStmt, l.startStmt, l.doneStmt, l.snapStmt, l.loadSnapStmt, l.doneSnapStmt, l.doneAnswersStmt} {
+	for _, s := range []*sql.Stmt{l.execStmt, l.markStmt, l.startStmt, l.doneStmt, l.snapStmt, l.loadSnapStmt, l.doneSnapStmt, l.doneAnswersStmt,
+		l.putBlobStmt, l.getBlobStmt, l.doneBlobsStmt} {
 		if s != nil {
 			s.Close()
 		}
@@ -304,8 +323,8 @@ func (l *leaseDB) mark(ctx context.Context, runID, key string, epoch int) (start
 	return time.UnixMilli(ms.Int64).UTC(), false, nil
 }
 
-// done deletes the rows of finished runs, and the snapshots of those that
-// have one, in one transaction; the rows of a run are deleted only while
+// done deletes the rows of finished runs, and the snapshots and blobs of
+// those that have them, in one transaction; the rows of a run are deleted only while
 // its execution count is still that of the execution that finished it.
 func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 	tx, err := l.db.BeginTx(ctx, nil)
@@ -321,6 +340,10 @@ func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 	if slices.ContainsFunc(runs, func(r finishedRun) bool { return r.asked }) {
 		answers = tx.StmtContext(ctx, l.doneAnswersStmt)
 	}
+	var blobs *sql.Stmt
+	if slices.ContainsFunc(runs, func(r finishedRun) bool { return r.blobs }) {
+		blobs = tx.StmtContext(ctx, l.doneBlobsStmt)
+	}
 	for _, r := range runs {
 		if r.asked {
 			if _, err := answers.ExecContext(ctx, r.id); err != nil {
@@ -332,7 +355,14 @@ func (l *leaseDB) done(ctx context.Context, runs []finishedRun) error {
 				return err
 			}
 		}
-		// The snapshot first: the steps' delete takes the count with it.
+		// The snapshot and the blobs first: the steps' delete takes the
+		// count with it.
+		if r.blobs {
+			if _, err := blobs.ExecContext(ctx, r.id, r.epoch); err != nil {
+				tx.Rollback()
+				return err
+			}
+		}
 		if r.snap {
 			if _, err := snaps.ExecContext(ctx, r.id, r.epoch); err != nil {
 				tx.Rollback()

@@ -17,7 +17,7 @@ const DefaultRetention = 7 * 24 * time.Hour
 // WithRetention sets how long the rows of a finished run (succeeded,
 // failed or cancelled) stay in the database after it finished (default
 // [DefaultRetention], 7 days): the run's workflow with its steps, its
-// questions and approvals, and the runtime's markers and snapshot. A
+// questions and approvals, and the runtime's markers, snapshot and blobs. A
 // launched runtime deletes them in the background, every d/4 but at most
 // every hour (the first time within a minute of Launch); a zero or negative d keeps them forever. An unfinished run
 // keeps all its rows, and so does a finished run while one of its
@@ -208,14 +208,14 @@ func isBusy(busy map[string]bool, id string) bool {
 	}
 }
 
-// sweepOrphans deletes the runtime's markers, snapshots and answers of the runs
+// sweepOrphans deletes the runtime's markers, snapshots, answers and blobs of the runs
 // just deleted, and of every run in its tables that no longer exists or
 // that succeeded or failed (a crash between a run's end and the cleaner
 // leaves them). A cancelled run keeps them until it is deleted: it may be
 // resumed, and its markers tell its interrupted calls.
 func (rt *Runtime) sweepOrphans(ctx context.Context, dc dbos.Context, db *leaseDB, deleted []string) error {
 	ids := map[string]bool{}
-	for _, table := range []string{db.steps, db.snaps, db.answers, db.parked} {
+	for _, table := range []string{db.steps, db.snaps, db.answers, db.parked, db.blobs} {
 		rows, err := db.db.QueryContext(ctx, `SELECT DISTINCT run_id FROM `+table)
 		if err != nil {
 			return err
@@ -269,7 +269,7 @@ func (rt *Runtime) sweepOrphans(ctx context.Context, dc dbos.Context, db *leaseD
 	}
 	runs := make([]finishedRun, 0, len(gone))
 	for id := range gone {
-		runs = append(runs, finishedRun{id: id, snap: true, asked: true, epoch: -1})
+		runs = append(runs, finishedRun{id: id, snap: true, asked: true, blobs: true, epoch: -1})
 	}
 	return db.done(ctx, runs)
 }

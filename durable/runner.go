@@ -51,6 +51,9 @@ func (r *runner) Model(ctx context.Context, s *harness.Step, fn func(context.Con
 	if rs.fenced.Load() {
 		return nil, errFenced
 	}
+	if e := rs.broken.Load(); e != nil {
+		return nil, e
+	}
 	resp, err := r.modelStep(rs, s, inStep(ctx), fn) // seal.go
 	rs.fence(err)
 	r.rt.snapshot(rs, s.Key)
@@ -83,6 +86,12 @@ func (r *runner) Tools(ctx context.Context, steps []*harness.Step, fn func(ctx c
 	}
 	inner := inStep(ctx)
 	out := make([]*harness.ToolResult, len(steps))
+	if e := rs.broken.Load(); e != nil {
+		for i, s := range steps {
+			out[i] = stepError(s, e)
+		}
+		return out
+	}
 	calls := make([]toolCall, len(steps))
 	for i, s := range steps {
 		calls[i] = toolCall{name: s.Key, todo: true}
@@ -139,9 +148,10 @@ func (r *runner) toolRound(rs *runState, inner context.Context, steps []*harness
 			}
 			ctx := context.WithValue(inner, callKey{}, callInfo{rs, s, start})
 			if !fresh && s.Replay != harness.ReplaySafe {
-				return fn(harness.InterruptedContext(ctx), i), nil
+				ctx = harness.InterruptedContext(ctx)
 			}
-			return fn(ctx, i), nil
+			// Large parts are recorded by reference (blob.go).
+			return r.rt.recordResult(inner, rs, c.name, fn(ctx, i)), nil
 		}
 	}
 	if n == 1 {
@@ -149,6 +159,8 @@ func (r *runner) toolRound(rs *runState, inner context.Context, steps []*harness
 			if calls[i].todo {
 				res, err := dbos.RunAsStep(rs.wf, body(i), dbos.WithStepName(calls[i].name))
 				if rs.fence(err) != nil {
+					res = stepError(steps[i], err)
+				} else if err := r.rt.restoreResult(inner, rs, calls[i].name, res); err != nil {
 					res = stepError(steps[i], err)
 				}
 				out[i] = res
@@ -176,6 +188,8 @@ func (r *runner) toolRound(rs *runState, inner context.Context, steps []*harness
 		out[i] = o.Result
 		if rs.fence(o.Err) != nil {
 			out[i] = stepError(steps[i], o.Err)
+		} else if err := r.rt.restoreResult(inner, rs, calls[i].name, o.Result); err != nil {
+			out[i] = stepError(steps[i], err)
 		}
 	}
 }

@@ -509,13 +509,19 @@ type runOutput struct {
 	Steps    int                       `json:"steps"`
 	Pending  []harness.ApprovalRequest `json:"pending,omitempty"`
 	Err      string                    `json:"error,omitempty"`
-	Session  []byte                    `json:"session,omitempty"`
+	// ErrClass names the class of Err when the runtime knows it ("blob":
+	// ErrBlob).
+	ErrClass string `json:"error_class,omitempty"`
+	Session  []byte `json:"session,omitempty"`
 }
 
 func toOutput(r *harness.RunResult) runOutput {
 	o := runOutput{RunID: r.RunID, Status: r.Status, Text: r.Text, Messages: r.Messages, Usage: r.Usage, Steps: r.Steps, Pending: r.Pending}
 	if r.Err != nil {
 		o.Err = r.Err.Error()
+		if errors.Is(r.Err, ErrBlob) {
+			o.ErrClass = "blob"
+		}
 	}
 	return o
 }
@@ -523,19 +529,31 @@ func toOutput(r *harness.RunResult) runOutput {
 func (o *runOutput) result() *harness.RunResult {
 	r := &harness.RunResult{RunID: o.RunID, Status: o.Status, Text: o.Text, Messages: o.Messages, Usage: o.Usage, Steps: o.Steps, Pending: o.Pending}
 	if o.Err != "" {
-		r.Err = &RunError{RunID: o.RunID, Msg: o.Err}
+		e := &RunError{RunID: o.RunID, Msg: o.Err}
+		if o.ErrClass == "blob" {
+			e.Class = ErrBlob
+		}
+		r.Err = e
 	}
 	return r
 }
 
 // RunError is the error of a run whose outcome was read from the database:
-// the original error's text (its type does not survive the process).
+// the original error's text (its type does not survive the process), and
+// its class when the runtime knows it.
 type RunError struct {
 	RunID string
 	Msg   string
+	// Class is one of the Err… sentinels of this package when the run
+	// failed for the runtime's own reason ([ErrBlob]); nil otherwise.
+	// errors.Is matches it.
+	Class error
 }
 
 func (e *RunError) Error() string { return e.Msg }
+
+// Unwrap returns Class.
+func (e *RunError) Unwrap() error { return e.Class }
 
 // Run starts a durable run of the agent registered under agent with the
 // user's input and waits until it finishes or pauses on approvals (status
@@ -922,6 +940,30 @@ type runState struct {
 	// execution; parked is set once the run is parked (suspend.go).
 	waits  waits
 	parked atomic.Bool
+	// blobs are the bytes of large parts this execution wrote or read
+	// (blob.go); wroteBlobs is set once it wrote one: the run's blobs go
+	// with its rows.
+	blobs      blobCache
+	wroteBlobs atomic.Bool
+	// broken is the first ErrBlob of the execution: a recorded part whose
+	// bytes are missing or damaged. The run fails with it, and no step
+	// runs after it.
+	broken atomic.Pointer[Error]
+}
+
+// broke records err as the run's failure, unless one was recorded.
+func (rs *runState) broke(err *Error) { rs.broken.CompareAndSwap(nil, err) }
+
+// failed returns res failed with the run's ErrBlob, if it has one: the
+// engine may have ended the run otherwise (a pause, the last step).
+func (rs *runState) failed(res *harness.RunResult) *harness.RunResult {
+	e := rs.broken.Load()
+	if e == nil || res == nil || res.Status == harness.StatusFailed && errors.Is(res.Err, ErrBlob) {
+		return res
+	}
+	cp := *res
+	cp.Status, cp.Err = harness.StatusFailed, e
+	return &cp
 }
 
 // fence notes that err, returned by a DBOS step or the steps table, says
@@ -977,6 +1019,7 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		}
 	}
 	res, err := agent.Run(hctx, in.Input)
+	res = rs.failed(res)
 	for n := 1; res != nil && (res.Status == harness.StatusPaused || res.Status == harness.StatusSuspended); n++ {
 		if res.Status == harness.StatusSuspended {
 			return rt.park(ctx, rs, rs.waits.list())
@@ -1008,6 +1051,7 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		// It ends before the run goes on, as a question's does (runner.Ask).
 		_, _ = h.GetResult(dbos.WithHandleTimeout(askSettle), dbos.WithHandlePollingInterval(rt.cfg.poll))
 		res, err = agent.Resume(hctx, decisions...)
+		res = rs.failed(res)
 		if err != nil && res == nil {
 			return runOutput{}, fmt.Errorf("durable: resume run %s: %w", runID, err)
 		}
@@ -1026,7 +1070,9 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 	// A run stopped by Close stays pending, its markers needed; a fenced
 	// execution's run belongs to a newer one.
 	if ctx.Err() == nil && !rs.fenced.Load() {
-		rt.finished(finishedRun{id: runID, snap: rs.last != nil, asked: rs.asked.Load(), epoch: rs.epoch})
+		// A re-execution deletes blobs too: an earlier one may have written
+		// some that no recorded step references.
+		rt.finished(finishedRun{id: runID, snap: rs.last != nil, asked: rs.asked.Load(), blobs: rs.wroteBlobs.Load() || rs.epoch > 1, epoch: rs.epoch})
 	}
 	return out, nil
 }
@@ -1177,6 +1223,7 @@ type finishedRun struct {
 	id    string
 	snap  bool
 	asked bool // it asked questions: their answers go too
+	blobs bool // it may have blobs
 	epoch int  // the execution that finished it; -1: any (the retention's sweep)
 }
 

@@ -171,6 +171,12 @@ func newSealer(keys []PayloadKey) (*sealer, error) {
 // seal seals plain as kind with the current key; bind is authenticated
 // with it (the row's identity; "" for DBOS's payloads).
 func (s *sealer) seal(kind string, plain []byte, bind string) string {
+	return string(s.sealBytes(kind, plain, bind))
+}
+
+// sealBytes is seal returning the sealed text as bytes (for the blobs
+// table's binary column).
+func (s *sealer) sealBytes(kind string, plain []byte, bind string) []byte {
 	aead := s.aeads[s.cur]
 	header := sealPrefix + s.cur + ":" + kind + ":"
 	buf := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
@@ -179,7 +185,7 @@ func (s *sealer) seal(kind string, plain []byte, bind string) string {
 	out := make([]byte, len(header)+base64.RawStdEncoding.EncodedLen(len(buf)))
 	copy(out, header)
 	base64.RawStdEncoding.Encode(out[len(header):], buf)
-	return string(out)
+	return out
 }
 
 // isSealed tells a sealed payload from JSON (which never starts with "h").
@@ -367,16 +373,26 @@ type modelResult struct {
 // output, not as the step's error: the first execution returns the error
 // itself, a replay an error with its text, as DBOS replays a recorded
 // error.
+//
+// Large media parts of the response are recorded by reference (blob.go)
+// and restored before the response is returned.
 func (r *runner) modelStep(rs *runState, s *harness.Step, inner context.Context, fn func(context.Context) (*harness.ModelResponse, error)) (*harness.ModelResponse, error) {
 	if r.rt.cfg.sealer == nil {
-		return dbos.RunAsStep(rs.wf, func(context.Context) (resp *harness.ModelResponse, err error) {
+		resp, err := dbos.RunAsStep(rs.wf, func(context.Context) (resp *harness.ModelResponse, err error) {
 			defer func() {
 				if p := recover(); p != nil {
 					resp, err = nil, fmt.Errorf("durable: model step %s panicked: %v", s.Key, p)
 				}
 			}()
-			return fn(inner)
+			resp, err = fn(inner)
+			return r.rt.recordResponse(inner, rs, s.Key, resp), err
 		}, dbos.WithStepName(s.Key))
+		if err == nil {
+			if err := r.rt.restoreResponse(inner, rs, s.Key, resp); err != nil {
+				return nil, err
+			}
+		}
+		return resp, err
 	}
 	var first error // the provider's own error, when this execution ran the step
 	out, err := dbos.RunAsStep(rs.wf, func(context.Context) (res modelResult, err error) {
@@ -391,10 +407,13 @@ func (r *runner) modelStep(rs *runState, s *harness.Step, inner context.Context,
 			first = err
 			return modelResult{Err: err.Error()}, nil
 		}
-		return modelResult{ModelResponse: resp}, nil
+		return modelResult{ModelResponse: r.rt.recordResponse(inner, rs, s.Key, resp)}, nil
 	}, dbos.WithStepName(s.Key))
+	if err == nil {
+		err = r.rt.restoreResponse(inner, rs, s.Key, out.ModelResponse)
+	}
 	switch {
-	case err != nil: // the runtime's (the database, a cancelled run)
+	case err != nil: // the runtime's (the database, a cancelled run, a lost blob)
 		return nil, err
 	case out.Err == "":
 		return out.ModelResponse, nil
@@ -530,11 +549,15 @@ func storageBind(scope harness.StorageScope, key string) string {
 
 // payloadColumns are the columns that hold payloads: DBOS's (its schema
 // of v1.8.0) and the runtime's own.
-var payloadColumns = []struct{ table, column string }{
-	{"workflow_input", "inputs"}, {"workflow_status", "inputs"}, {"workflow_status", "output"},
-	{"workflow_output", "output"}, {"operation_outputs", "output"}, {"notifications", "message"},
-	{"workflow_events", "value"}, {"workflow_events_history", "value"}, {"streams", "value"},
-	{"{KV}", "value"}, {"{P}", "state"},
+// A binary column (the blobs') holds the sealed text as bytes.
+var payloadColumns = []struct {
+	table, column string
+	binary        bool
+}{
+	{"workflow_input", "inputs", false}, {"workflow_status", "inputs", false}, {"workflow_status", "output", false},
+	{"workflow_output", "output", false}, {"operation_outputs", "output", false}, {"notifications", "message", false},
+	{"workflow_events", "value", false}, {"workflow_events_history", "value", false}, {"streams", "value", false},
+	{"{KV}", "value", false}, {"{P}", "state", false}, {"{B}", "data", true},
 }
 
 // RetireKey forgets the key ID id once nothing in the database is sealed
@@ -563,8 +586,12 @@ func (rt *Runtime) RetireKey(ctx context.Context, id string) error {
 			table = "dbos." + table
 		}
 		var n int
+		var prefix any = sealPrefix + id + ":"
+		if c.binary {
+			prefix = []byte(sealPrefix + id + ":")
+		}
 		q := db.q(`SELECT COUNT(*) FROM ` + table + ` WHERE substr(` + c.column + `, 1, $1) = $2`)
-		if err := db.db.QueryRowContext(ctx, q, len(sealPrefix)+len(id)+1, sealPrefix+id+":").Scan(&n); err != nil {
+		if err := db.db.QueryRowContext(ctx, q, len(sealPrefix)+len(id)+1, prefix).Scan(&n); err != nil {
 			return fmt.Errorf("durable: retire key id %q: read %s: %w", id, table, err)
 		}
 		if n > 0 {

@@ -203,7 +203,8 @@ func stateWord(s dbos.WorkflowStatusType) string {
 // database error: class [ErrDatabase]).
 type Error struct {
 	// Op is the call: "run", "submit", "wait", "resume", "reply",
-	// "status" or "pending".
+	// "status" or "pending"; "replay" for a recovered run's own failure
+	// to replay a recorded step ([ErrBlob]).
 	Op    string
 	RunID string
 	// Class is what went wrong: ErrUnknownRun, ErrNotPaused,
