@@ -60,7 +60,7 @@
 //
 // [Runtime.Launch] recovers the runs recorded by its own executor ID
 // ([WithExecutorID], default "local") under its own application version
-// ([WithAppVersion], default "harnessx-2") and name ([WithAppName],
+// ([WithAppVersion], default "harnessx-3") and name ([WithAppName],
 // default "harnessx"). One process per machine keeps the defaults, and its
 // restart recovers its runs. Several processes on one database need one
 // unique, stable ID each — a restarted worker must come back with its ID

@@ -34,10 +34,14 @@ const (
 	DefaultAppName = "harnessx"
 	// DefaultAppVersion is the pinned application version (see
 	// [WithAppVersion]). It changes when the steps a run records change:
-	// "harnessx-2" keeps tool-call markers out of DBOS's steps (see the
-	// package doc), so runs left pending by a "harnessx-1" build recover
-	// only under a build of that version.
-	DefaultAppVersion = "harnessx-2"
+	// "harnessx-2" kept tool-call markers out of DBOS's steps (see the
+	// package doc); "harnessx-3" parks runs that wait for a person
+	// (suspended calls are recorded and run again under
+	// "<key>/answered/<n>") and records large media parts by reference.
+	// Runs left pending by an older build recover only under a build of
+	// their version: drain them with one before the upgrade, or run one
+	// worker of each version meanwhile.
+	DefaultAppVersion = "harnessx-3"
 	// DefaultExecutorID is the executor ID of a single process (see
 	// [WithExecutorID]).
 	DefaultExecutorID = "local"
@@ -85,7 +89,7 @@ type config struct {
 // ^[a-z0-9-_]{3,256}$.
 func WithAppName(name string) Option { return func(c *config) { c.appName = name } }
 
-// WithAppVersion pins the application version (default "harnessx-2").
+// WithAppVersion pins the application version (default "harnessx-3").
 // A runtime recovers and dequeues only runs recorded under its own
 // version. DBOS's own default is a hash of the binary, which strands every
 // pending run after a rebuild; harnessx pins a fixed string instead. Bump
