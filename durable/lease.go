@@ -238,16 +238,7 @@ RETURNING executor_id`), me, app, version, lease.Milliseconds(), ttl.Millisecond
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var dead []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		dead = append(dead, id)
-	}
-	return dead, rows.Err()
+	return scanStrings(rows)
 }
 
 // release deletes a dead worker's row once its runs were resumed, unless

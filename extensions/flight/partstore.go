@@ -168,19 +168,5 @@ func writePart(dir string, sum [32]byte, data []byte) error {
 	if fi, err := os.Lstat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
 		return nil
 	}
-	f, err := os.CreateTemp(pd, "."+partref.FileName(sum)+".tmp*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return writeFileAtomic(dst, data)
 }
