@@ -173,6 +173,7 @@ type Agent struct {
 	cfg          config
 	logger       *slog.Logger
 	providerName string         // from ProviderNamer, when the provider implements it
+	keyUser      PrefixKeyUser  // from the provider, when it implements PrefixKeyUser
 	store        StorageBackend // nil: no storage
 
 	regMu sync.Mutex // guards reg and the extension contexts' handle lists
@@ -257,6 +258,7 @@ func newAgent(opts []Option) (*Agent, error) {
 	if n, ok := c.provider.(ProviderNamer); ok {
 		a.providerName = n.ProviderName()
 	}
+	a.keyUser, _ = c.provider.(PrefixKeyUser)
 	if c.sessionID == "" {
 		c.sessionID = newID()
 	}

@@ -640,7 +640,7 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 			return nil, fmt.Errorf("harness: model request middleware %T: %w", m, err)
 		}
 	}
-	if prefix {
+	if prefix && a.readsPrefixKey(s) {
 		a.prefix.compute(req)
 	}
 	if len(s.hooks[EventModelRequestStart]) > 0 {
@@ -671,6 +671,16 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 		}
 	}
 	return resp, nil
+}
+
+// readsPrefixKey reports whether anything reads the prefix key of a run's
+// model request: the provider (see [PrefixKeyUser]), a model interceptor,
+// a model response middleware or a model request hook. A request whose key
+// nobody reads is not hashed; the next key that is computed reports the
+// parts changed since the previous key that was.
+func (a *Agent) readsPrefixKey(s *snapshot) bool {
+	return a.keyUser == nil || a.keyUser.UsesPrefixKey() || len(s.modelIC) > 0 || len(s.respMW) > 0 ||
+		len(s.hooks[EventModelRequestStart]) > 0 || len(s.hooks[EventModelRequestEnd]) > 0
 }
 
 // ---- tool calls ----
