@@ -203,7 +203,7 @@ type Agent struct {
 	runMu   sync.Mutex // serializes runs; guards prefix, runIDs, cur and cmdRuns
 	prefix  prefixHasher
 	runIDs  runIDs
-	cur     *runState // the bookkeeping of the running Run or Resume
+	cur     *runState                 // the bookkeeping of the running Run or Resume
 	cmdRuns map[string]*commandRecord // command runs by run ID, when the agent has no storage
 
 	histMu   sync.Mutex // guards messages and pending (see appendMessage)

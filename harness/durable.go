@@ -317,12 +317,12 @@ type toolScope struct {
 	call ToolCall
 	// origID and origName are the call's as the model sent it.
 	origID, origName string
-	a    *Agent
-	st   *Step // with a runner
-	run  string
-	step int32 // the model step of the call
-	pos  int32 // the call's position in the response
-	asks atomic.Int32
+	a                *Agent
+	st               *Step // with a runner
+	run              string
+	step             int32 // the model step of the call
+	pos              int32 // the call's position in the response
+	asks             atomic.Int32
 	// suspended is set when the runner parked the run on a question the
 	// call asked (ErrSuspended).
 	suspended atomic.Bool
