@@ -670,7 +670,10 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 	if len(s.hooks[EventModelRequestStart]) > 0 {
 		a.emit(ctx, s, &Event{Type: EventModelRequestStart, RunID: req.RunID, Step: req.Step, Request: req})
 	}
-	start := time.Now()
+	var start time.Time // for the end hook's Duration; the clock is read only for one
+	if len(s.hooks[EventModelRequestEnd]) > 0 {
+		start = time.Now()
+	}
 	resp, err := a.cfg.provider.Generate(ctx, req)
 	if err == nil && resp == nil {
 		err = errors.New("provider returned no response")
@@ -823,7 +826,10 @@ func errorResult(call *ToolCall, status ToolStatus, msg string) *ToolResult {
 }
 
 func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
-	start := time.Now()
+	var start time.Time // for the end hook's Duration
+	if len(s.hooks[EventToolCallEnd]) > 0 {
+		start = time.Now()
+	}
 	if len(s.hooks[EventToolCallStart]) > 0 {
 		a.emit(ctx, s, &Event{Type: EventToolCallStart, RunID: res.RunID, Step: res.Steps, ToolCall: call})
 	}
