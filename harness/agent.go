@@ -200,11 +200,14 @@ type Agent struct {
 	stateMu sync.Mutex
 	state   map[string]any
 
-	runMu   sync.Mutex // serializes runs; guards prefix, runIDs, cur and cmdRuns
-	prefix  prefixHasher
-	runIDs  runIDs
-	cur     *runState                 // the bookkeeping of the running Run or Resume
-	cmdRuns map[string]*commandRecord // command runs by run ID, when the agent has no storage
+	runMu  sync.Mutex // serializes runs; guards prefix, runIDs, cur and cmdRuns
+	prefix prefixHasher
+	runIDs runIDs
+	cur    *runState // the bookkeeping of the running Run or Resume
+	// freeParts is the rest of the chunk newParts carves message contents
+	// from.
+	freeParts []Part
+	cmdRuns   map[string]*commandRecord // command runs by run ID, when the agent has no storage
 
 	histMu   sync.Mutex // guards messages and pending (see appendMessage)
 	messages []Message

@@ -374,7 +374,7 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, msg *Mes
 		if msg != nil {
 			a.addMessage(ctx, res, *msg)
 		} else {
-			a.addMessage(ctx, res, a.cur.userMessage(input))
+			a.addMessage(ctx, res, a.userMessage(input))
 		}
 	} else {
 		msgStart = rs.p.MsgStart
@@ -382,7 +382,7 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, msg *Mes
 		if suspended(results) {
 			return a.suspend(ctx, res, msgStart)
 		}
-		a.addMessage(ctx, res, a.cur.toolMessage(results))
+		a.addMessage(ctx, res, a.toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -441,7 +441,7 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 		if suspended(results) {
 			return a.suspend(ctx, res, msgStart)
 		}
-		a.addMessage(ctx, res, a.cur.toolMessage(results))
+		a.addMessage(ctx, res, a.toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -526,8 +526,8 @@ func pendingRequests(calls []ToolCall, results []*ToolResult) []ApprovalRequest 
 	return reqs
 }
 
-func toolMessage(results []*ToolResult) Message {
-	m := Message{Role: RoleTool, Content: make([]Part, len(results))}
+func (a *Agent) toolMessage(results []*ToolResult) Message {
+	m := Message{Role: RoleTool, Content: a.newParts(len(results))}
 	for i, r := range results {
 		m.Content[i] = Part{Type: PartToolResult, ToolResult: r}
 	}

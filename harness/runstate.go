@@ -41,9 +41,9 @@ func (g *runIDs) next(dst *[runIDLen]byte) {
 // runState is the bookkeeping of one Run or Resume in one allocation: the
 // result, the run's context, the bytes of its ID, the scopes of its first
 // model requests and of its first tool call (each used once: a scope is a
-// context, which its callee may keep), its user message's part, and the
-// slices its steps reuse. The result points into it, so it lives as long
-// as the result (and as the history, which holds the user message part).
+// context, which its callee may keep), and the slices its steps reuse.
+// The result points into it, so it lives as long as the result; the
+// history never points into it (it would keep the run's contexts alive).
 type runState struct {
 	res    RunResult
 	scope  runScope
@@ -51,12 +51,8 @@ type runState struct {
 	models [2]modelScope
 	nmodel int
 	tool   toolScope
-	ntool  bool    // tool was used
-	user   [1]Part // the user message's content
-	// toolParts is the content of the first tool message, while unused.
-	toolParts [2]Part
-	ntoolMsg  bool
-	calls     []ToolCall // the step's tool calls, reused (not with a step runner)
+	ntool  bool       // tool was used
+	calls  []ToolCall // the step's tool calls, reused (not with a step runner)
 	// results holds the step's results; reused, never kept: a pause and
 	// a tool message copy what they keep.
 	results []*ToolResult
@@ -96,15 +92,6 @@ func (st *runState) toolScope() *toolScope {
 	return &st.tool
 }
 
-// userMessage returns the user message of input, whose content is st's.
-func (st *runState) userMessage(input string) Message {
-	if st == nil {
-		return UserMessage(input)
-	}
-	st.user[0] = Part{Type: PartText, Text: input}
-	return Message{Role: RoleUser, Content: st.user[:1:1]}
-}
-
 // toolCalls returns the tool calls of m, like [Message.ToolCalls], in the
 // run's reused slice when reuse is set (no step runner, whose steps point
 // into the slice).
@@ -140,16 +127,32 @@ func (st *runState) resultSlice(n int) []*ToolResult {
 	return st.results
 }
 
-// toolMessage returns the tool message of results, like toolMessage; the
-// run's first, if it fits, has its content in st.
-func (st *runState) toolMessage(results []*ToolResult) Message {
-	if st == nil || st.ntoolMsg || len(results) > len(st.toolParts) {
-		return toolMessage(results)
+// partChunk is how many parts the agent allocates at once for the
+// messages the engine builds (user messages of Run, tool messages).
+const partChunk = 8
+
+// newParts returns n zero parts for a message's content, carved from the
+// agent's current chunk (see partChunk), with no room to grow: messages
+// are immutable once in the history, so parts of several messages, of one
+// conversation or of one before a Reset, can share a chunk. A chunk is
+// kept alive by any of its messages, which bounds what a Reset leaves
+// alive to one chunk. Only the run goroutine (holding runMu) calls it.
+func (a *Agent) newParts(n int) []Part {
+	if n > partChunk/2 {
+		return make([]Part, n)
 	}
-	st.ntoolMsg = true
-	m := Message{Role: RoleTool, Content: st.toolParts[:len(results):len(results)]}
-	for i, r := range results {
-		m.Content[i] = Part{Type: PartToolResult, ToolResult: r}
+	if len(a.freeParts) < n {
+		a.freeParts = make([]Part, partChunk)
 	}
-	return m
+	p := a.freeParts[:n:n]
+	a.freeParts = a.freeParts[n:]
+	return p
+}
+
+// userMessage returns the user message of input (UserMessage, with its
+// content from newParts).
+func (a *Agent) userMessage(input string) Message {
+	c := a.newParts(1)
+	c[0] = Part{Type: PartText, Text: input}
+	return Message{Role: RoleUser, Content: c}
 }

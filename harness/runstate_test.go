@@ -86,3 +86,47 @@ func TestRunIDsOfRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineMessagesDoNotGrow: the user and tool messages the engine
+// builds share chunks of parts, so their contents have no room to grow
+// into a neighbour's.
+func TestEngineMessagesDoNotGrow(t *testing.T) {
+	n := 0
+	tool, err := NewTool("t", "A tool.", func(context.Context, struct{}) (string, error) { return "r", nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ProviderFunc(func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+		n++
+		if n%2 == 1 {
+			return &ModelResponse{Message: Message{Role: RoleAssistant, Content: []Part{
+				{Type: PartToolCall, ToolCall: &ToolCall{ID: "a", Name: "t", Input: []byte(`{}`)}},
+				{Type: PartToolCall, ToolCall: &ToolCall{ID: "b", Name: "t", Input: []byte(`{}`)}}}}}, nil
+		}
+		return &ModelResponse{Message: AssistantMessage("ok")}, nil
+	})
+	a, err := New(WithProvider(p), WithTools(tool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := a.Run(context.Background(), "hi"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := a.Messages()
+	if len(msgs) != 20 {
+		t.Fatalf("%d messages, want 20", len(msgs))
+	}
+	for i, m := range msgs {
+		if m.Role != RoleAssistant && cap(m.Content) != len(m.Content) {
+			t.Errorf("message %d (%s): content cap %d, len %d", i, m.Role, cap(m.Content), len(m.Content))
+		}
+		if m.Role == RoleTool && (len(m.Content) != 2 || m.Content[0].ToolResult.CallID != "a" || m.Content[1].ToolResult.CallID != "b") {
+			t.Errorf("message %d: tool message %+v", i, m.Content)
+		}
+		if m.Role == RoleUser && m.Text() != "hi" {
+			t.Errorf("message %d: user message %q", i, m.Text())
+		}
+	}
+}
