@@ -207,6 +207,7 @@ type Agent struct {
 	// freeParts is the rest of the chunk newParts carves message contents
 	// from.
 	freeParts []Part
+	freeIDs   []byte                    // the rest of the chunk newRunID carves run IDs from
 	cmdRuns   map[string]*commandRecord // command runs by run ID, when the agent has no storage
 
 	histMu   sync.Mutex // guards messages and pending (see appendMessage)

@@ -217,7 +217,7 @@ func (a *Agent) run(ctx context.Context, userMessage string, msg *Message) (*Run
 	a.cur = st
 	defer a.endRun()
 	if !set {
-		id = a.newRunID(st)
+		id = a.newRunID()
 	}
 	st.res = RunResult{RunID: id, Status: StatusCompleted}
 	res := &st.res

@@ -39,7 +39,7 @@ func (g *runIDs) next(dst *[runIDLen]byte) {
 }
 
 // runState is the bookkeeping of one Run or Resume in one allocation: the
-// result, the run's context, the bytes of its ID, the scopes of its first
+// result, the run's context, the scopes of its first
 // model requests and of its first tool call (each used once: a scope is a
 // context, which its callee may keep), and the slices its steps reuse.
 // The result points into it, so it lives as long as the result; the
@@ -47,7 +47,6 @@ func (g *runIDs) next(dst *[runIDLen]byte) {
 type runState struct {
 	res    RunResult
 	scope  runScope
-	id     [runIDLen]byte
 	models [2]modelScope
 	nmodel int
 	tool   toolScope
@@ -62,11 +61,22 @@ type runState struct {
 	}
 }
 
-// newRunID fills st.id with a new run ID and returns it as a string that
-// shares st's bytes: they never change afterwards.
-func (a *Agent) newRunID(st *runState) string {
-	a.runIDs.next(&st.id)
-	return unsafe.String(&st.id[0], len(st.id))
+// idChunk is how many run IDs' bytes the agent allocates at once.
+const idChunk = 8
+
+// newRunID returns a new run ID. Its bytes are carved from a chunk of the
+// agent's (see idChunk), not from the run's bookkeeping: whoever keeps a
+// run ID (a journal, a pending run) keeps only the chunk alive, which has
+// no pointers. The bytes never change once written. Only the run
+// goroutine (holding runMu) calls it.
+func (a *Agent) newRunID() string {
+	if len(a.freeIDs) < runIDLen {
+		a.freeIDs = make([]byte, runIDLen*idChunk)
+	}
+	b := (*[runIDLen]byte)(a.freeIDs[:runIDLen])
+	a.freeIDs = a.freeIDs[runIDLen:]
+	a.runIDs.next(b)
+	return unsafe.String(&b[0], runIDLen)
 }
 
 // modelScope returns a scope for a model request: one of the run's, while
