@@ -173,6 +173,7 @@ type Agent struct {
 	cfg          config
 	logger       *slog.Logger
 	providerName string         // from ProviderNamer, when the provider implements it
+	keyUser      PrefixKeyUser  // from the provider, when it implements PrefixKeyUser
 	store        StorageBackend // nil: no storage
 
 	regMu sync.Mutex // guards reg and the extension contexts' handle lists
@@ -199,9 +200,15 @@ type Agent struct {
 	stateMu sync.Mutex
 	state   map[string]any
 
-	runMu   sync.Mutex // serializes runs; guards prefix and cmdRuns
-	prefix  prefixHasher
-	cmdRuns map[string]*commandRecord // command runs by run ID, when the agent has no storage
+	runMu  sync.Mutex // serializes runs; guards prefix, runIDs, cur and cmdRuns
+	prefix prefixHasher
+	runIDs runIDs
+	cur    *runState // the bookkeeping of the running Run or Resume
+	// freeParts is the rest of the chunk newParts carves message contents
+	// from.
+	freeParts []Part
+	freeIDs   []byte                    // the rest of the chunk newRunID carves run IDs from
+	cmdRuns   map[string]*commandRecord // command runs by run ID, when the agent has no storage
 
 	histMu   sync.Mutex // guards messages and pending (see appendMessage)
 	messages []Message
@@ -257,6 +264,7 @@ func newAgent(opts []Option) (*Agent, error) {
 	if n, ok := c.provider.(ProviderNamer); ok {
 		a.providerName = n.ProviderName()
 	}
+	a.keyUser, _ = c.provider.(PrefixKeyUser)
 	if c.sessionID == "" {
 		c.sessionID = newID()
 	}

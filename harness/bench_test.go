@@ -81,8 +81,9 @@ var imageScript = []harnesstest.Response{
 
 // BenchmarkRunWithImage is one agent.RunMessage of three scripted model
 // steps whose user message carries an image of 50 KiB or 5 MiB. The image
-// is made once; each run builds its part (a new Media, so the SHA-256 is
-// computed in every run, as it would be for a new image). bytes/image is
+// is made once; each run builds its part (a new Media, whose SHA-256 the
+// prefix key would compute in every run, as for a new image; nothing reads
+// the key here, so it is not computed: see harness.PrefixKeyUser). bytes/image is
 // the allocated bytes per run over the image size, which stays far below
 // 1: the history and the three requests share the bytes. The scripted
 // provider encodes nothing; the base64 encoding a real provider does once

@@ -337,7 +337,10 @@
 // SHA-256 of the model, the tool definitions, the system prompt and the
 // stable message prefix, with per-part hashes and the list of parts that
 // changed since the previous request, so a broken prompt cache can be
-// traced to its cause.
+// traced to its cause. The key is computed only when something reads it
+// (see [PrefixKeyUser]): a run with a provider that does not, and with no
+// model interceptor, response middleware or model request hook, hashes
+// nothing.
 //
 // # Durable execution
 //

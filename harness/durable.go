@@ -315,13 +315,14 @@ type scopeKey struct{}
 type toolScope struct {
 	context.Context
 	call ToolCall
-	orig *ToolCall // the call as the model sent it
-	a    *Agent
-	st   *Step // with a runner
-	run  string
-	step int32 // the model step of the call
-	pos  int32 // the call's position in the response
-	asks atomic.Int32
+	// origID and origName are the call's as the model sent it.
+	origID, origName string
+	a                *Agent
+	st               *Step // with a runner
+	run              string
+	step             int32 // the model step of the call
+	pos              int32 // the call's position in the response
+	asks             atomic.Int32
 	// suspended is set when the runner parked the run on a question the
 	// call asked (ErrSuspended).
 	suspended atomic.Bool
@@ -343,7 +344,7 @@ func (s *toolScope) key() string {
 	if s.st != nil {
 		return s.st.Key
 	}
-	return toolKey(s.run, int(s.step), s.orig.ID, int(s.pos))
+	return toolKey(s.run, int(s.step), s.origID, int(s.pos))
 }
 
 // modelScope is the context of one model request attempt. It holds the
@@ -413,7 +414,7 @@ func ExecutionKey(ctx context.Context) string {
 // and false, as it does in run interceptors and turn callbacks.
 func ToolCallID(ctx context.Context) (string, bool) {
 	if s, ok := ctx.Value(scopeKey{}).(*toolScope); ok {
-		return s.orig.ID, true
+		return s.origID, true
 	}
 	return "", false
 }
@@ -554,7 +555,7 @@ func AskUser(ctx context.Context, req AskRequest) (Answer, error) {
 	}
 	answer := s.a.cfg.answer
 	if asker, ok := s.a.cfg.steps.(Asker); ok {
-		t := s.a.snap.Load().lookup(s.orig.Name)
+		t := s.a.snap.Load().lookup(s.origName)
 		if s.st != nil {
 			t = s.st.Tool
 		}
@@ -574,7 +575,7 @@ func AskUser(ctx context.Context, req AskRequest) (Answer, error) {
 			}
 			// The runner cannot serve this call: the application answers.
 		case answer == nil:
-			return Answer{}, fmt.Errorf("%w: tool %q; an asking tool runs again from its start after a crash, so it must be marked ReplaySafe", ErrAskNotReplaySafe, s.orig.Name)
+			return Answer{}, fmt.Errorf("%w: tool %q; an asking tool runs again from its start after a crash, so it must be marked ReplaySafe", ErrAskNotReplaySafe, s.origName)
 		}
 	}
 	if answer == nil {

@@ -132,3 +132,59 @@ func TestPrefixKeyCoversProviderData(t *testing.T) {
 		t.Error("provider data is sent to the model and must be part of the prefix key")
 	}
 }
+
+// keyProvider answers "ok" and keeps the prefix keys it is sent; uses is
+// what it says to harness.PrefixKeyUser.
+type keyProvider struct {
+	uses bool
+	keys []harness.PrefixKey
+}
+
+func (p *keyProvider) Generate(_ context.Context, req *harness.ModelRequest) (*harness.ModelResponse, error) {
+	p.keys = append(p.keys, req.PrefixKey)
+	return &harness.ModelResponse{Message: harness.AssistantMessage("ok")}, nil
+}
+
+func (p *keyProvider) UsesPrefixKey() bool { return p.uses }
+
+// TestPrefixKeyOnlyWhenRead: the key is computed when the provider reads
+// it or a hook, interceptor or response middleware may, and it is the same
+// key then as always.
+func TestPrefixKeyOnlyWhenRead(t *testing.T) {
+	ctx := context.Background()
+	run := func(p *keyProvider, opts ...harness.Option) []harness.PrefixKey {
+		t.Helper()
+		a := newAgent(t, p, append([]harness.Option{harness.WithSystemPrompt("sys"), harness.WithTools(echoTool())}, opts...)...)
+		for _, in := range []string{"one", "two", "three"} {
+			if _, err := a.Run(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p.keys
+	}
+	want := run(&keyProvider{uses: true})
+	for i, k := range want {
+		if k.Key.IsZero() {
+			t.Fatalf("request %d: no key for a provider that reads it", i)
+		}
+	}
+	for i, k := range run(&keyProvider{}) {
+		if !k.Key.IsZero() || !k.Messages.IsZero() {
+			t.Errorf("request %d: key %v computed that nothing reads", i, k.Key)
+		}
+	}
+	var seen []harness.PrefixKey
+	hook := harness.WithHook(harness.EventModelRequestStart, func(_ context.Context, ev *harness.Event) error {
+		seen = append(seen, ev.Request.PrefixKey)
+		return nil
+	})
+	run(&keyProvider{}, hook)
+	if len(seen) != len(want) {
+		t.Fatalf("hook saw %d requests, want %d", len(seen), len(want))
+	}
+	for i := range want {
+		if seen[i].Key != want[i].Key || seen[i].Messages != want[i].Messages || seen[i].PrefixMessages != want[i].PrefixMessages {
+			t.Errorf("request %d: hook saw key %v, want %v", i, seen[i].Key, want[i].Key)
+		}
+	}
+}

@@ -28,6 +28,18 @@ type ProviderNamer interface {
 	ProviderName() string
 }
 
+// PrefixKeyUser is implemented by providers that say whether they read
+// [ModelRequest.PrefixKey] (the OpenAI provider sends it as the prompt
+// cache key when asked to). The engine computes a request's prefix key
+// only when something reads it: the provider, unless it implements
+// PrefixKeyUser and UsesPrefixKey returns false, or, whatever the
+// provider, a model interceptor (the tracing extension), a model response
+// middleware or a model request hook. A provider that does not implement
+// it gets the key on every request.
+type PrefixKeyUser interface {
+	UsesPrefixKey() bool
+}
+
 // ProviderFunc adapts a function to [Provider].
 type ProviderFunc func(ctx context.Context, req *ModelRequest) (*ModelResponse, error)
 
@@ -64,7 +76,8 @@ type ModelRequest struct {
 	Temperature *float64
 	// Stream asks the provider to stream the reply.
 	Stream bool
-	// PrefixKey identifies the cacheable prefix of this request.
+	// PrefixKey identifies the cacheable prefix of this request. The
+	// engine leaves it zero when nothing reads it (see [PrefixKeyUser]).
 	PrefixKey PrefixKey
 	// Attempt counts tries of this request from 1; it grows when the engine
 	// retries after a retryable error (see [WithRetry]).

@@ -33,6 +33,12 @@ const (
 // RunResult is the outcome of [Agent.Run] or [Agent.Resume]. After a
 // Resume it covers the whole turn: messages, usage and steps since Run.
 type RunResult struct {
+	// RunID identifies the run: the ID given with [ContextWithRunID], else
+	// one the agent makes, 32 lower-case hex digits: 24 of a random prefix
+	// the agent draws from crypto/rand (96 bits), then 8 of a counter of
+	// its runs. Run IDs are unique across agents and processes (two agents
+	// draw one prefix with a probability of about n²/2⁹⁷ among n agents)
+	// and valid for ContextWithRunID.
 	RunID  string
 	Status Status
 	// Text is the final assistant text (completed runs).
@@ -207,12 +213,17 @@ func (a *Agent) run(ctx context.Context, userMessage string, msg *Message) (*Run
 	if err != nil {
 		return nil, err
 	}
+	st := &runState{}
+	a.cur = st
+	defer a.endRun()
 	if !set {
-		id = newID()
+		id = a.newRunID()
 	}
-	res := &RunResult{RunID: id, Status: StatusCompleted}
-	rs := &runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage,
+	st.res = RunResult{RunID: id, Status: StatusCompleted}
+	res := &st.res
+	st.scope = runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: res.RunID, SessionID: a.cfg.sessionID, Input: userMessage,
 		Message: msg, Attempt: attempt, Recovered: attempt > 1}}
+	rs := &st.scope
 	info := &rs.info
 	if msg == nil && len(userMessage) > 1 && userMessage[0] == '/' {
 		if userMessage[1] == '/' {
@@ -229,9 +240,14 @@ func (a *Agent) run(ctx context.Context, userMessage string, msg *Message) (*Run
 			info.Input = userMessage
 		}
 	}
-	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
-		return a.turn(ctx, res, userMessage, msg, nil, info)
-	})
+	if len(a.snap.Load().runIC) == 0 {
+		res = a.turn(rs, res, userMessage, msg, nil, info)
+	} else {
+		r := res // not res: the closure would move a variable it shares to the heap
+		res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
+			return a.turn(ctx, r, userMessage, msg, nil, info)
+		})
+	}
 	if set && res.Command != nil && a.recordsOutcome() {
 		// The run of a recorded command's prompt: its outcome joins the
 		// record, and a paused run's Resume updates it.
@@ -285,12 +301,18 @@ func (a *Agent) Resume(ctx context.Context, decisions ...Decision) (*RunResult, 
 		return nil, fmt.Errorf("harness: Resume needs a decision for every pending approval; missing %s", strings.Join(missing, ", "))
 	}
 	a.setPending(nil)
-	res := &RunResult{RunID: p.RunID, Status: StatusCompleted, Steps: p.Steps, Usage: p.Usage, Cost: p.Cost}
-	rs := &runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: p.RunID, SessionID: a.cfg.sessionID, Resumed: true,
+	st := &runState{}
+	a.cur = st
+	defer a.endRun()
+	st.res = RunResult{RunID: p.RunID, Status: StatusCompleted, Steps: p.Steps, Usage: p.Usage, Cost: p.Cost}
+	res := &st.res
+	st.scope = runScope{Context: ctx, info: RunInfo{Agent: a.cfg.name, RunID: p.RunID, SessionID: a.cfg.sessionID, Resumed: true,
 		Steps: p.Steps, Attempt: attempt, Recovered: attempt > 1}}
+	rs := &st.scope
 	info := &rs.info
+	r := res
 	res = a.intercept(rs, info, func(ctx context.Context) *RunResult {
-		return a.turn(ctx, res, p.Input, nil, &resumeState{p: p, decisions: byID}, info)
+		return a.turn(ctx, r, p.Input, nil, &resumeState{p: p, decisions: byID}, info)
 	})
 	if p.Command && a.recordsOutcome() {
 		a.recordOutcome(rs, nil, res)
@@ -352,7 +374,7 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, msg *Mes
 		if msg != nil {
 			a.addMessage(ctx, res, *msg)
 		} else {
-			a.addMessage(ctx, res, UserMessage(input))
+			a.addMessage(ctx, res, a.userMessage(input))
 		}
 	} else {
 		msgStart = rs.p.MsgStart
@@ -360,7 +382,7 @@ func (a *Agent) turn(ctx context.Context, res *RunResult, input string, msg *Mes
 		if suspended(results) {
 			return a.suspend(ctx, res, msgStart)
 		}
-		a.addMessage(ctx, res, toolMessage(results))
+		a.addMessage(ctx, res, a.toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -389,7 +411,7 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 			a.addCost(res, resp)
 		}
 		a.addMessage(ctx, res, resp.Message)
-		calls := resp.Message.ToolCalls()
+		calls := a.cur.toolCalls(&resp.Message, a.cfg.steps == nil)
 		if len(calls) == 0 {
 			res.Text = resp.Message.Text()
 			for _, ec := range a.exts {
@@ -401,7 +423,7 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 			}
 			return a.finish(ctx, res, msgStart, nil)
 		}
-		results := make([]*ToolResult, len(calls))
+		results := a.cur.resultSlice(len(calls))
 		a.runTools(ctx, res, calls, results, nil)
 		if reqs := pendingRequests(calls, results); len(reqs) > 0 {
 			for i, r := range results {
@@ -409,16 +431,17 @@ func (a *Agent) loop(ctx context.Context, res *RunResult, input string, msgStart
 					results[i] = nil // run on Resume
 				}
 			}
+			// The step's slices are reused: the pending run keeps copies.
 			a.setPending(&pendingRun{
 				RunID: res.RunID, Input: input, Steps: res.Steps, Usage: res.Usage, Cost: res.Cost,
-				MsgStart: msgStart, Calls: calls, Results: results, Requests: reqs,
+				MsgStart: msgStart, Calls: slices.Clone(calls), Results: slices.Clone(results), Requests: reqs,
 			})
 			return a.finish(ctx, res, msgStart, nil)
 		}
 		if suspended(results) {
 			return a.suspend(ctx, res, msgStart)
 		}
-		a.addMessage(ctx, res, toolMessage(results))
+		a.addMessage(ctx, res, a.toolMessage(results))
 		if err := ctx.Err(); err != nil {
 			return a.finish(ctx, res, msgStart, err)
 		}
@@ -503,8 +526,8 @@ func pendingRequests(calls []ToolCall, results []*ToolResult) []ApprovalRequest 
 	return reqs
 }
 
-func toolMessage(results []*ToolResult) Message {
-	m := Message{Role: RoleTool, Content: make([]Part, len(results))}
+func (a *Agent) toolMessage(results []*ToolResult) Message {
+	m := Message{Role: RoleTool, Content: a.newParts(len(results))}
 	for i, r := range results {
 		m.Content[i] = Part{Type: PartToolResult, ToolResult: r}
 	}
@@ -577,7 +600,8 @@ func (a *Agent) model(ctx context.Context, res *RunResult, st *Step) (*ModelResp
 	for attempt := 1; ; attempt++ {
 		// The request lives in its scope, the context of the attempt, which
 		// makes ExecutionKey work without an allocation of its own.
-		ms := &modelScope{Context: ctx, a: a, st: st}
+		ms := a.cur.modelScope()
+		ms.Context, ms.a, ms.st = ctx, a, st
 		ms.req = ModelRequest{
 			Model:       a.cfg.model,
 			System:      a.systemPrompt(s),
@@ -640,13 +664,16 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 			return nil, fmt.Errorf("harness: model request middleware %T: %w", m, err)
 		}
 	}
-	if prefix {
+	if prefix && a.readsPrefixKey(s) {
 		a.prefix.compute(req)
 	}
 	if len(s.hooks[EventModelRequestStart]) > 0 {
 		a.emit(ctx, s, &Event{Type: EventModelRequestStart, RunID: req.RunID, Step: req.Step, Request: req})
 	}
-	start := time.Now()
+	var start time.Time // for the end hook's Duration; the clock is read only for one
+	if len(s.hooks[EventModelRequestEnd]) > 0 {
+		start = time.Now()
+	}
 	resp, err := a.cfg.provider.Generate(ctx, req)
 	if err == nil && resp == nil {
 		err = errors.New("provider returned no response")
@@ -673,6 +700,16 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 	return resp, nil
 }
 
+// readsPrefixKey reports whether anything reads the prefix key of a run's
+// model request: the provider (see [PrefixKeyUser]), a model interceptor,
+// a model response middleware or a model request hook. A request whose key
+// nobody reads is not hashed; the next key that is computed reports the
+// parts changed since the previous key that was.
+func (a *Agent) readsPrefixKey(s *snapshot) bool {
+	return a.keyUser == nil || a.keyUser.UsesPrefixKey() || len(s.modelIC) > 0 || len(s.respMW) > 0 ||
+		len(s.hooks[EventModelRequestStart]) > 0 || len(s.hooks[EventModelRequestEnd]) > 0
+}
+
 // ---- tool calls ----
 
 // runTools runs calls and fills results in call order. Entries already set
@@ -682,7 +719,6 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 // StepRunner.Tools instead.
 func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, results []*ToolResult, decisions map[string]*Decision) {
 	s := a.snap.Load()
-	one := func(i int) { results[i] = a.call(ctx, s, res, calls, i, decisions, nil) }
 	for i := 0; i < len(calls); {
 		if results[i] != nil {
 			i++
@@ -700,11 +736,11 @@ func (a *Agent) runTools(ctx context.Context, res *RunResult, calls []ToolCall, 
 		if a.cfg.steps != nil {
 			a.toolSteps(ctx, s, res, calls, results, decisions, i, j)
 		} else if j-i == 1 {
-			one(i)
+			results[i] = a.call(ctx, s, res, calls, i, decisions, nil, a.cur.toolScope())
 		} else {
 			var wg sync.WaitGroup
 			for k := i; k < j; k++ {
-				wg.Go(func() { one(k) })
+				wg.Go(func() { results[k] = a.call(ctx, s, res, calls, k, decisions, nil, nil) })
 			}
 			wg.Wait()
 		}
@@ -726,7 +762,7 @@ func (a *Agent) toolSteps(ctx context.Context, s *snapshot, res *RunResult, call
 		steps[k] = st
 	}
 	out := a.cfg.steps.Tools(ctx, steps, func(ctx context.Context, k int) *ToolResult {
-		return a.call(ctx, s, res, calls, i+k, decisions, steps[k])
+		return a.call(ctx, s, res, calls, i+k, decisions, steps[k], nil)
 	})
 	for k := range steps {
 		var r *ToolResult
@@ -748,14 +784,20 @@ func (a *Agent) toolSteps(ctx context.Context, s *snapshot, res *RunResult, call
 }
 
 // call runs calls[i] with its decision, if any, in its context. st is its
-// step when a runner runs it.
-func (a *Agent) call(ctx context.Context, s *snapshot, res *RunResult, calls []ToolCall, i int, decisions map[string]*Decision, st *Step) *ToolResult {
+// step when a runner runs it. ts is a zero scope for it, from the run's
+// bookkeeping, or nil.
+func (a *Agent) call(ctx context.Context, s *snapshot, res *RunResult, calls []ToolCall, i int, decisions map[string]*Decision, st *Step, ts *toolScope) *ToolResult {
 	if d := decisions[calls[i].ID]; d != nil {
 		ctx = context.WithValue(ctx, approvalKey{}, d)
 	}
 	// The scope holds the call's own copy, for middleware to edit, and is
 	// the call's context, for ExecutionKey and Ask.
-	ts := &toolScope{Context: ctx, call: calls[i], orig: &calls[i], a: a, st: st, run: res.RunID, step: int32(res.Steps), pos: int32(i)}
+	if ts == nil {
+		ts = new(toolScope)
+	}
+	ts.Context, ts.call, ts.a, ts.st = ctx, calls[i], a, st
+	ts.origID, ts.origName = calls[i].ID, calls[i].Name
+	ts.run, ts.step, ts.pos = res.RunID, int32(res.Steps), int32(i)
 	return a.tool(ts, s, res, &ts.call)
 }
 
@@ -784,7 +826,10 @@ func errorResult(call *ToolCall, status ToolStatus, msg string) *ToolResult {
 }
 
 func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
-	start := time.Now()
+	var start time.Time // for the end hook's Duration
+	if len(s.hooks[EventToolCallEnd]) > 0 {
+		start = time.Now()
+	}
 	if len(s.hooks[EventToolCallStart]) > 0 {
 		a.emit(ctx, s, &Event{Type: EventToolCallStart, RunID: res.RunID, Step: res.Steps, ToolCall: call})
 	}

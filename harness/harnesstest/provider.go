@@ -108,6 +108,12 @@ func (p *ScriptedProvider) ProviderName() string {
 	return p.Name
 }
 
+// UsesPrefixKey implements [harness.PrefixKeyUser]: the recorded requests
+// carry their prefix keys, so a provider that discards its requests does
+// not read them, and the engine skips hashing the prefix for it when
+// nothing else reads the key.
+func (p *ScriptedProvider) UsesPrefixKey() bool { return !p.DiscardRequests }
+
 // Push appends responses to the script.
 func (p *ScriptedProvider) Push(rs ...Response) {
 	p.mu.Lock()

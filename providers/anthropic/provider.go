@@ -165,6 +165,10 @@ func New(opts ...Option) (*Provider, error) {
 // that fails.
 func (p *Provider) ProviderName() string { return Name }
 
+// UsesPrefixKey implements [harness.PrefixKeyUser]: the provider marks
+// its cache breakpoints itself and does not read the request's prefix key.
+func (p *Provider) UsesPrefixKey() bool { return false }
+
 // AcceptsURL reports whether the Messages API takes a part of type t and
 // MIME type mime by URL: images of type image/jpeg, image/png, image/gif
 // and image/webp (a url image source) and PDF documents (a url document

@@ -169,6 +169,10 @@ func New(opts ...Option) (*Provider, error) {
 // that fails.
 func (p *Provider) ProviderName() string { return Name }
 
+// UsesPrefixKey implements [harness.PrefixKeyUser]: the provider reads the
+// request's prefix key only with [WithPromptCacheKey].
+func (p *Provider) UsesPrefixKey() bool { return p.cfg.cacheKey }
+
 // AcceptsURL reports whether Chat Completions takes a part of type t and
 // MIME type mime by URL for model: images (image/*, or of unknown type
 // "") as an image_url, when the model takes images (see
