@@ -135,7 +135,7 @@ func (e *Extension) endRun(ctx context.Context, span trace.Span, r *recorder, in
 	} else if e.cfg.capture && info.Input != "" {
 		b := e.getBuf()
 		*b = appendTextMessage(*b, harness.RoleUser, info.Input, "")
-		r.contentScanned(semconv.GenAIInputMessagesKey, string(*b), e.red != nil && !redact.MayContainSecretInJSON(info.Input))
+		r.contentScanned(semconv.GenAIInputMessagesKey, string(*b), e.red != nil && e.textClean(info.Input))
 		e.putBuf(b)
 	}
 	u := &res.Usage
@@ -154,7 +154,7 @@ func (e *Extension) endRun(ctx context.Context, span trace.Span, r *recorder, in
 		if e.cfg.capture {
 			b := e.getBuf()
 			*b = appendTextMessage(*b, harness.RoleAssistant, res.Text, "stop")
-			r.contentScanned(semconv.GenAIOutputMessagesKey, string(*b), e.red != nil && !redact.MayContainSecretInJSON(res.Text))
+			r.contentScanned(semconv.GenAIOutputMessagesKey, string(*b), e.red != nil && e.textClean(res.Text))
 			e.putBuf(b)
 		}
 	case harness.StatusPaused:
@@ -354,8 +354,13 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 			*b = (*b)[:0]
 			me := e.newMediaEnc(ctx)
 			*b = appendOutput(*b, &resp.Message, finish, &me)
-			r.encodedParts(semconv.GenAIOutputMessagesKey, string(*b), me.summary(), me.holes,
-				e.red != nil && !me.suspect && !mayContainSecret(&resp.Message, finish), func() string {
+			clean := e.red != nil && !me.suspect && !mayContainSecret(&resp.Message, finish)
+			if clean && req.Step > 0 {
+				// The reply joins the conversation, which the next
+				// request encodes: it need not be scanned again.
+				e.history.noteCleanMessage(&resp.Message)
+			}
+			r.encodedParts(semconv.GenAIOutputMessagesKey, string(*b), me.summary(), me.holes, clean, func() string {
 					return e.encodeNoBytes(ctx, func(b []byte, me *mediaEnc) []byte { return appendOutput(b, &resp.Message, finish, me) })
 				})
 		}
@@ -505,14 +510,21 @@ func (e *Extension) endTool(ctx context.Context, span trace.Span, r *recorder, c
 	}
 	r.kvs = append(r.kvs, KeyToolStatus.String(string(status)))
 	if e.cfg.capture {
-		r.content(semconv.GenAIToolCallResultKey, res.Content)
+		// The scan's verdict on the result goes with it into the
+		// conversation, which the next model request encodes.
+		clean := e.red != nil && !redact.MayContainSecretInJSON(res.Content)
+		r.contentScanned(semconv.GenAIToolCallResultKey, res.Content, clean)
 		if len(res.Parts) > 0 {
 			b := e.getBuf()
 			me := e.newMediaEnc(ctx)
 			*b = appendParts(*b, res.Parts, &me)
-			r.encodedParts(KeyToolCallResultParts, string(*b), me.summary(), me.holes,
-				e.red != nil && !me.suspect && !partsMayContainSecret(res.Parts), nil)
+			partsClean := e.red != nil && !me.suspect && !partsMayContainSecret(res.Parts)
+			clean = clean && partsClean
+			r.encodedParts(KeyToolCallResultParts, string(*b), me.summary(), me.holes, partsClean, nil)
 			e.putBuf(b)
+		}
+		if clean && len(res.Parts) == 0 && !redact.MayContainSecretInJSON(res.CallID) {
+			e.history.noteCleanResult(res)
 		}
 	}
 	switch status {
