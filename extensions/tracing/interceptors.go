@@ -48,8 +48,14 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	// a second copy of a long attribute list.
 	kp := e.getKVs()
 	*kp = append(*kp, semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(info.Agent), KeyRunID.String(info.RunID), conv)
+	if e.cfg.mirror {
+		*kp = append(*kp, KeyLangSmithSpanKind.String(spanKindChain), KeyLangSmithTraceName.String(name), sess)
+	}
 	if info.Recovered {
 		*kp = append(*kp, KeyRunRecovered.Bool(true), KeyRunAttempt.Int(info.Attempt))
+	}
+	if info.Resumed {
+		*kp = append(*kp, KeyRunResumed.Bool(true))
 	}
 	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(*kp...))
 	e.putKVs(kp)
@@ -59,10 +65,6 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	e.stats.runs.Add(1)
 	r := e.newRecorder()
 	defer e.release(&r)
-	r.kvs = append(r.kvs, KeyLangSmithSpanKind.String(spanKindChain), KeyLangSmithTraceName.String(name), sess)
-	if info.Resumed {
-		r.kvs = append(r.kvs, KeyRunResumed.Bool(true))
-	}
 	ended := false
 	defer func() {
 		if !ended { // next panicked: end the span on the way out
@@ -191,22 +193,18 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 	model := req.Model
 	name := e.names.name("chat", model)
 	kp := e.getKVs()
-	*kp = append(*kp, semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model), conv)
+	*kp = append(*kp, semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model), conv, KeyStep.Int(req.Step), KeyAttempt.Int(req.Attempt))
 	if req.Provider != "" {
 		*kp = append(*kp, semconv.GenAIProviderNameKey.String(req.Provider))
+	}
+	if e.cfg.mirror {
+		*kp = append(*kp, KeyLangSmithSpanKind.String(spanKindLLM), KeyLangSmithTraceName.String(name), sess)
 	}
 	ctx, span := e.tracer.Start(ctx, name, e.kindClient, trace.WithAttributes(*kp...))
 	e.putKVs(kp)
 	e.stats.model.Add(1)
 	r := e.newRecorder()
 	defer e.release(&r)
-	r.kvs = append(r.kvs,
-		KeyLangSmithSpanKind.String(spanKindLLM),
-		KeyLangSmithTraceName.String(name),
-		sess,
-		KeyStep.Int(req.Step),
-		KeyAttempt.Int(req.Attempt),
-	)
 	ended := false
 	defer func() {
 		if !ended {
@@ -268,16 +266,27 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		}
 	}
 	if pk := &req.PrefixKey; !pk.Key.IsZero() {
-		key, msgs := hexPair(pk.Key, pk.Messages)
-		r.kvs = append(r.kvs,
-			KeyPrefixKey.String(key),
-			KeyLangSmithPrefixKey.String(key),
-			KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
-			KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
-			KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
-			KeyPrefixMessages.String(msgs),
-		)
-		if len(pk.Changed) > 0 {
+		if len(pk.Changed) == 0 {
+			// The cache holds (or this is the session's first
+			// request): the key alone; the part hashes say which part
+			// broke the cache, so they come with a break.
+			key := hexString(pk.Key)
+			r.kvs = append(r.kvs, KeyPrefixKey.String(key))
+			if e.cfg.mirror {
+				r.kvs = append(r.kvs, KeyLangSmithPrefixKey.String(key))
+			}
+		} else {
+			key, msgs := hexPair(pk.Key, pk.Messages)
+			r.kvs = append(r.kvs,
+				KeyPrefixKey.String(key),
+				KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
+				KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
+				KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
+				KeyPrefixMessages.String(msgs),
+			)
+			if e.cfg.mirror {
+				r.kvs = append(r.kvs, KeyLangSmithPrefixKey.String(key))
+			}
 			changed := KeyPrefixChanged.StringSlice(pk.Changed)
 			r.kvs = append(r.kvs, changed)
 			span.AddEvent(EventCacheBreak, trace.WithTimestamp(start), trace.WithAttributes(changed))
@@ -348,8 +357,10 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		)
 		r.kvs = appendMediaUsage(r.kvs, u)
 		b := e.getBuf()
-		*b = appendUsage(*b, u)
-		r.kvs = append(r.kvs, KeyLangSmithUsage.String(string(*b)))
+		if e.cfg.mirror {
+			*b = appendUsage(*b, u)
+			r.kvs = append(r.kvs, KeyLangSmithUsage.String(string(*b)))
+		}
 		if e.cfg.capture {
 			*b = (*b)[:0]
 			me := e.newMediaEnc(ctx)
@@ -361,8 +372,8 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 				e.history.noteCleanMessage(&resp.Message)
 			}
 			r.encodedParts(semconv.GenAIOutputMessagesKey, string(*b), me.summary(), me.holes, clean, func() string {
-					return e.encodeNoBytes(ctx, func(b []byte, me *mediaEnc) []byte { return appendOutput(b, &resp.Message, finish, me) })
-				})
+				return e.encodeNoBytes(ctx, func(b []byte, me *mediaEnc) []byte { return appendOutput(b, &resp.Message, finish, me) })
+			})
 		}
 		e.putBuf(b)
 		if !resp.FirstChunkAt.IsZero() {
@@ -377,11 +388,10 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 			provider = "unknown"
 		}
 	}
-	r.kvs = append(r.kvs,
-		semconv.GenAIProviderNameKey.String(provider),
-		KeyLangSmithProvider.String(provider),
-		KeyLangSmithModelName.String(model),
-	)
+	r.kvs = append(r.kvs, semconv.GenAIProviderNameKey.String(provider))
+	if e.cfg.mirror {
+		r.kvs = append(r.kvs, KeyLangSmithProvider.String(provider), KeyLangSmithModelName.String(model))
+	}
 	switch {
 	case err == nil:
 		r.kvs = append(r.kvs, KeyModelStatus.String("ok"))
@@ -394,7 +404,10 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 	}
 	if n := e.names.name("chat", reqModel); n != name {
 		span.SetName(n) // a middleware (or the provider) changed the model
-		r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n), semconv.GenAIRequestModel(reqModel))
+		r.kvs = append(r.kvs, semconv.GenAIRequestModel(reqModel))
+		if e.cfg.mirror {
+			r.kvs = append(r.kvs, KeyLangSmithTraceName.String(n))
+		}
 	}
 	span.SetAttributes(r.finish()...)
 }
@@ -456,12 +469,14 @@ func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall
 	name := e.names.name("execute_tool", call.Name)
 	kp := e.getKVs()
 	*kp = append(*kp, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Name), semconv.GenAIToolCallID(call.ID), conv)
+	if e.cfg.mirror {
+		*kp = append(*kp, KeyLangSmithSpanKind.String(spanKindTool), KeyLangSmithTraceName.String(name), sess)
+	}
 	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(*kp...))
 	e.putKVs(kp)
 	e.stats.tools.Add(1)
 	r := e.newRecorder()
 	defer e.release(&r)
-	r.kvs = append(r.kvs, KeyLangSmithSpanKind.String(spanKindTool), KeyLangSmithTraceName.String(name), sess)
 	ended := false
 	defer func() {
 		if !ended {

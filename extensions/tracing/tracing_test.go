@@ -153,10 +153,14 @@ func TestModelSpanAttributes(t *testing.T) {
 	if len(defs) != 1 || defs[0]["type"] != "function" || defs[0]["name"] != "weather" || defs[0]["description"] != "Weather of a city." || defs[0]["parameters"] == nil {
 		t.Errorf("tool definitions = %v", defs)
 	}
-	// The prefix key and its parts are hex SHA-256, and the LangSmith copy matches.
-	for _, k := range []attribute.Key{tracing.KeyPrefixKey, tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
-		if v := first[k].AsString(); len(v) != 64 {
-			t.Errorf("%s = %q, want 64 hex digits", k, v)
+	// The prefix key is hex SHA-256, and the LangSmith copy matches. The
+	// part hashes come only with a cache break.
+	if v := first[tracing.KeyPrefixKey].AsString(); len(v) != 64 {
+		t.Errorf("%s = %q, want 64 hex digits", tracing.KeyPrefixKey, v)
+	}
+	for _, k := range []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
+		if _, ok := first[k]; ok {
+			t.Errorf("%s set without a cache break", k)
 		}
 	}
 	if first[tracing.KeyPrefixKey] != first[tracing.KeyLangSmithPrefixKey] {
@@ -598,11 +602,17 @@ func TestPrefixKeyChangeNamesThePart(t *testing.T) {
 	if len(ev.Attributes) != 1 || ev.Attributes[0].Key != tracing.KeyPrefixChanged || ev.Attributes[0].Value.Emit() != `["system"]` {
 		t.Errorf("event attributes %v", ev.Attributes)
 	}
-	if str(chats[2], tracing.KeyPrefixSystem) == str(chats[1], tracing.KeyPrefixSystem) {
-		t.Error("system hash did not change")
+	// The part hashes come with the break, and only with it.
+	for _, k := range []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
+		if v := str(chats[2], k); len(v) != 64 {
+			t.Errorf("break: %s = %q, want 64 hex digits", k, v)
+		}
+		if v := str(chats[1], k); v != "" {
+			t.Errorf("no break: %s = %q", k, v)
+		}
 	}
-	if str(chats[2], tracing.KeyPrefixTools) != str(chats[1], tracing.KeyPrefixTools) {
-		t.Error("tools hash changed")
+	if str(chats[2], tracing.KeyPrefixSystem) == str(chats[2], tracing.KeyPrefixTools) {
+		t.Error("part hashes are not the parts'")
 	}
 }
 
@@ -832,3 +842,85 @@ func TestGlobalProviderDefault(t *testing.T) {
 		t.Error("name or priority")
 	}
 }
+
+// TestLangSmithMirrorOff checks that WithLangSmithMirror(false) leaves out
+// every langsmith.* key and keeps the GenAI keys they mirror; and that
+// the attributes known when a span starts are set there.
+func TestLangSmithMirrorOff(t *testing.T) {
+	for _, mirror := range []bool{true, false} {
+		tp, sr := recorderTP(t)
+		ext := tracing.New(tracing.WithTracerProvider(tp), tracing.WithLangSmithMirror(mirror))
+		a := newAgentExt(t, ext, weatherScript)
+		if _, err := a.Run(context.Background(), "weather in Paris?"); err != nil {
+			t.Fatal(err)
+		}
+		all := spans(sr)
+		if len(all) != 4 {
+			t.Fatalf("%d spans", len(all))
+		}
+		for _, s := range all {
+			n := 0
+			for k := range attrs(s) {
+				if strings.HasPrefix(string(k), "langsmith.") {
+					n++
+				}
+			}
+			if mirror && n == 0 || !mirror && n > 0 {
+				t.Errorf("mirror %v: %s has %d langsmith.* attributes", mirror, s.Name(), n)
+			}
+			for _, k := range []attribute.Key{semconv.GenAIOperationNameKey, semconv.GenAIConversationIDKey} {
+				if _, ok := attr(s, k); !ok {
+					t.Errorf("mirror %v: %s has no %s", mirror, s.Name(), k)
+				}
+			}
+		}
+		for _, c := range byName(all, "chat m") {
+			for _, k := range []attribute.Key{semconv.GenAIProviderNameKey, semconv.GenAIUsageInputTokensKey, tracing.KeyPrefixKey} {
+				if _, ok := attr(c, k); !ok {
+					t.Errorf("mirror %v: chat span has no %s", mirror, k)
+				}
+			}
+		}
+	}
+}
+
+// TestStartAttributes checks that a span's attributes known at its start
+// reach an OnStart span processor.
+func TestStartAttributes(t *testing.T) {
+	seen := map[string]map[attribute.Key]bool{}
+	var mu sync.Mutex
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(onStart(func(s sdktrace.ReadWriteSpan) {
+		m := map[attribute.Key]bool{}
+		for _, kv := range s.Attributes() {
+			m[kv.Key] = true
+		}
+		mu.Lock()
+		seen[s.Name()] = m
+		mu.Unlock()
+	})))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	a, _ := newAgent(t, tp, weatherScript)
+	if _, err := a.Run(context.Background(), "weather in Paris?"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]attribute.Key{
+		"invoke_agent " + a.Name(): {semconv.GenAIOperationNameKey, tracing.KeyRunID, tracing.KeyLangSmithSpanKind, tracing.KeyLangSmithTraceName, tracing.KeyLangSmithSessionID},
+		"chat m":                   {semconv.GenAIRequestModelKey, tracing.KeyStep, tracing.KeyAttempt, tracing.KeyLangSmithSpanKind, tracing.KeyLangSmithSessionID},
+		"execute_tool weather":     {semconv.GenAIToolNameKey, semconv.GenAIToolCallIDKey, tracing.KeyLangSmithSpanKind, tracing.KeyLangSmithTraceName},
+	}
+	for name, keys := range want {
+		for _, k := range keys {
+			if !seen[name][k] {
+				t.Errorf("%s: %s not set at start", name, k)
+			}
+		}
+	}
+}
+
+// onStart is a span processor that calls f on each span start.
+type onStart func(sdktrace.ReadWriteSpan)
+
+func (f onStart) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) { f(s) }
+func (onStart) OnEnd(sdktrace.ReadOnlySpan)                           {}
+func (onStart) Shutdown(context.Context) error                        { return nil }
+func (onStart) ForceFlush(context.Context) error                      { return nil }
