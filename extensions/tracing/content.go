@@ -307,34 +307,68 @@ func (e *Extension) putKVs(p *[]attribute.KeyValue) {
 // nameCache remembers span names ("chat m", "execute_tool weather") so that
 // each request does not build its name again. It holds at most
 // maxCachedNames names; past that, names are built each time.
+//
+// The last name of each operation is kept apart, where one atomic load
+// and a string comparison find it: an agent's requests mostly name the
+// same model, its runs the same agent.
 type nameCache struct {
 	mu    sync.RWMutex
-	names map[[2]string]string
+	names map[[2]string]*spanName
+	// last holds the last name of invoke_agent, chat and execute_tool.
+	last [3]atomic.Pointer[spanName]
 }
 
+// spanName is a name and what it names.
+type spanName struct{ what, name string }
+
 const maxCachedNames = 1024
+
+// lastSlot returns the slot of op's last name; nil for another op.
+func (c *nameCache) lastSlot(op string) *atomic.Pointer[spanName] {
+	switch op {
+	case "invoke_agent":
+		return &c.last[0]
+	case "chat":
+		return &c.last[1]
+	case "execute_tool":
+		return &c.last[2]
+	}
+	return nil
+}
 
 func (c *nameCache) name(op, what string) string {
 	if what == "" {
 		return op
+	}
+	slot := c.lastSlot(op)
+	if slot != nil {
+		if l := slot.Load(); l != nil && l.what == what {
+			return l.name
+		}
 	}
 	k := [2]string{op, what}
 	c.mu.RLock()
 	n, ok := c.names[k]
 	c.mu.RUnlock()
 	if ok {
-		return n
+		if slot != nil {
+			slot.Store(n)
+		}
+		return n.name
 	}
-	n = op + " " + what
+	n = &spanName{what: what, name: op + " " + what}
 	c.mu.Lock()
 	if c.names == nil {
-		c.names = make(map[[2]string]string)
+		c.names = make(map[[2]string]*spanName)
 	}
 	if len(c.names) < maxCachedNames {
 		c.names[k] = n
+		if slot != nil {
+			slot.Store(n)
+		}
 	}
 	c.mu.Unlock()
-	return n
+	return n.name
 }
 
 // getBuf and putBuf recycle encoding buffers.

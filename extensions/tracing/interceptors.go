@@ -46,7 +46,11 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	// The attributes a sampler or an OnStart processor may use go at the
 	// start; the others with the result, in one call, which spares the SDK
 	// a second copy of a long attribute list.
-	kp := e.getKVs()
+	// The attributes known at the start, in the recorder's slice: the SDK
+	// copies them, and the slice then collects the others.
+	r := e.newRecorder()
+	defer e.release(&r)
+	kp := &r.kvs
 	*kp = append(*kp, semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(info.Agent), KeyRunID.String(info.RunID), conv)
 	if e.cfg.mirror {
 		*kp = append(*kp, KeyLangSmithSpanKind.String(spanKindChain), KeyLangSmithTraceName.String(name), sess)
@@ -58,13 +62,11 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 		*kp = append(*kp, KeyRunResumed.Bool(true))
 	}
 	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(*kp...))
-	e.putKVs(kp)
+	r.kvs = r.kvs[:0]
 	if info.Recovered {
 		linkPreviousAttempt(span, info)
 	}
 	e.stats.runs.Add(1)
-	r := e.newRecorder()
-	defer e.release(&r)
 	ended := false
 	defer func() {
 		if !ended { // next panicked: end the span on the way out
@@ -192,7 +194,9 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 	conv, sess := e.sessionAttrs()
 	model := req.Model
 	name := e.names.name("chat", model)
-	kp := e.getKVs()
+	r := e.newRecorder()
+	defer e.release(&r)
+	kp := &r.kvs
 	*kp = append(*kp, semconv.GenAIOperationNameChat, semconv.GenAIRequestModel(model), conv, KeyStep.Int(req.Step), KeyAttempt.Int(req.Attempt))
 	if req.Provider != "" {
 		*kp = append(*kp, semconv.GenAIProviderNameKey.String(req.Provider))
@@ -201,10 +205,8 @@ func (ic interceptors) InterceptModel(ctx context.Context, req *harness.ModelReq
 		*kp = append(*kp, KeyLangSmithSpanKind.String(spanKindLLM), KeyLangSmithTraceName.String(name), sess)
 	}
 	ctx, span := e.tracer.Start(ctx, name, e.kindClient, trace.WithAttributes(*kp...))
-	e.putKVs(kp)
+	r.kvs = r.kvs[:0]
 	e.stats.model.Add(1)
-	r := e.newRecorder()
-	defer e.release(&r)
 	ended := false
 	defer func() {
 		if !ended {
@@ -467,16 +469,16 @@ func (ic interceptors) InterceptTool(ctx context.Context, call *harness.ToolCall
 	e := ic.e
 	conv, sess := e.sessionAttrs()
 	name := e.names.name("execute_tool", call.Name)
-	kp := e.getKVs()
+	r := e.newRecorder()
+	defer e.release(&r)
+	kp := &r.kvs
 	*kp = append(*kp, semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(call.Name), semconv.GenAIToolCallID(call.ID), conv)
 	if e.cfg.mirror {
 		*kp = append(*kp, KeyLangSmithSpanKind.String(spanKindTool), KeyLangSmithTraceName.String(name), sess)
 	}
 	ctx, span := e.tracer.Start(ctx, name, e.kindInternal, trace.WithAttributes(*kp...))
-	e.putKVs(kp)
+	r.kvs = r.kvs[:0]
 	e.stats.tools.Add(1)
-	r := e.newRecorder()
-	defer e.release(&r)
 	ended := false
 	defer func() {
 		if !ended {
