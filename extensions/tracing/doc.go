@@ -32,11 +32,10 @@
 //
 // A chat span records the request (gen_ai.request.model, max_tokens,
 // temperature, stream, gen_ai.system_instructions, gen_ai.input.messages,
-// gen_ai.tool.definitions), the prompt-cache prefix key (harnessx.prefix_key,
-// langsmith.metadata.prefix_key) and, when a change of the key broke the
-// cache, which part broke it (harnessx.prefix_key.changed and a
-// prompt_cache_break event) with the per-part hashes
-// (harnessx.prefix_key.model|tools|system|messages).
+// gen_ai.tool.definitions), the prompt-cache prefix key with its per-part
+// hashes (harnessx.prefix_key, harnessx.prefix_key.model|tools|system|messages,
+// langsmith.metadata.prefix_key) and, when the key changed, which part broke
+// the cache (harnessx.prefix_key.changed and a prompt_cache_break event).
 // On completion it records the response (gen_ai.response.model, id,
 // finish_reasons, gen_ai.output.messages), the usage with cache-read,
 // cache-creation and reasoning tokens (and, when the provider reports

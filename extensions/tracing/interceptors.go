@@ -268,27 +268,18 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		}
 	}
 	if pk := &req.PrefixKey; !pk.Key.IsZero() {
-		if len(pk.Changed) == 0 {
-			// The cache holds (or this is the session's first
-			// request): the key alone; the part hashes say which part
-			// broke the cache, so they come with a break.
-			key := hexString(pk.Key)
-			r.kvs = append(r.kvs, KeyPrefixKey.String(key))
-			if e.cfg.mirror {
-				r.kvs = append(r.kvs, KeyLangSmithPrefixKey.String(key))
-			}
-		} else {
-			key, msgs := hexPair(pk.Key, pk.Messages)
-			r.kvs = append(r.kvs,
-				KeyPrefixKey.String(key),
-				KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
-				KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
-				KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
-				KeyPrefixMessages.String(msgs),
-			)
-			if e.cfg.mirror {
-				r.kvs = append(r.kvs, KeyLangSmithPrefixKey.String(key))
-			}
+		key, msgs := hexPair(pk.Key, pk.Messages)
+		r.kvs = append(r.kvs,
+			KeyPrefixKey.String(key),
+			KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
+			KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
+			KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
+			KeyPrefixMessages.String(msgs),
+		)
+		if e.cfg.mirror {
+			r.kvs = append(r.kvs, KeyLangSmithPrefixKey.String(key))
+		}
+		if len(pk.Changed) > 0 {
 			changed := KeyPrefixChanged.StringSlice(pk.Changed)
 			r.kvs = append(r.kvs, changed)
 			span.AddEvent(EventCacheBreak, trace.WithTimestamp(start), trace.WithAttributes(changed))

@@ -153,14 +153,10 @@ func TestModelSpanAttributes(t *testing.T) {
 	if len(defs) != 1 || defs[0]["type"] != "function" || defs[0]["name"] != "weather" || defs[0]["description"] != "Weather of a city." || defs[0]["parameters"] == nil {
 		t.Errorf("tool definitions = %v", defs)
 	}
-	// The prefix key is hex SHA-256, and the LangSmith copy matches. The
-	// part hashes come only with a cache break.
-	if v := first[tracing.KeyPrefixKey].AsString(); len(v) != 64 {
-		t.Errorf("%s = %q, want 64 hex digits", tracing.KeyPrefixKey, v)
-	}
-	for _, k := range []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
-		if _, ok := first[k]; ok {
-			t.Errorf("%s set without a cache break", k)
+	// The prefix key and its parts are hex SHA-256, and the LangSmith copy matches.
+	for _, k := range []attribute.Key{tracing.KeyPrefixKey, tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
+		if v := first[k].AsString(); len(v) != 64 {
+			t.Errorf("%s = %q, want 64 hex digits", k, v)
 		}
 	}
 	if first[tracing.KeyPrefixKey] != first[tracing.KeyLangSmithPrefixKey] {
@@ -602,17 +598,11 @@ func TestPrefixKeyChangeNamesThePart(t *testing.T) {
 	if len(ev.Attributes) != 1 || ev.Attributes[0].Key != tracing.KeyPrefixChanged || ev.Attributes[0].Value.Emit() != `["system"]` {
 		t.Errorf("event attributes %v", ev.Attributes)
 	}
-	// The part hashes come with the break, and only with it.
-	for _, k := range []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
-		if v := str(chats[2], k); len(v) != 64 {
-			t.Errorf("break: %s = %q, want 64 hex digits", k, v)
-		}
-		if v := str(chats[1], k); v != "" {
-			t.Errorf("no break: %s = %q", k, v)
-		}
+	if str(chats[2], tracing.KeyPrefixSystem) == str(chats[1], tracing.KeyPrefixSystem) {
+		t.Error("system hash did not change")
 	}
-	if str(chats[2], tracing.KeyPrefixSystem) == str(chats[2], tracing.KeyPrefixTools) {
-		t.Error("part hashes are not the parts'")
+	if str(chats[2], tracing.KeyPrefixTools) != str(chats[1], tracing.KeyPrefixTools) {
+		t.Error("tools hash changed")
 	}
 }
 
