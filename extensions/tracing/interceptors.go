@@ -45,9 +45,9 @@ func (ic interceptors) InterceptRun(ctx context.Context, info *harness.RunInfo, 
 	name := e.names.name("invoke_agent", info.Agent)
 	// The attributes a sampler or an OnStart processor may use go at the
 	// start; the others with the result, in one call, which spares the SDK
-	// a second copy of a long attribute list.
-	// The attributes known at the start, in the recorder's slice: the SDK
-	// copies them, and the slice then collects the others.
+	// a second copy of a long attribute list. Those of the start go in
+	// the recorder's slice: the SDK copies them, and the slice then
+	// collects the others.
 	r := e.newRecorder()
 	defer e.release(&r)
 	kp := &r.kvs
@@ -526,11 +526,11 @@ func (e *Extension) endTool(ctx context.Context, span trace.Span, r *recorder, c
 			b := e.getBuf()
 			me := e.newMediaEnc(ctx)
 			*b = appendParts(*b, res.Parts, &me)
-			partsClean := e.red != nil && !me.suspect && !partsMayContainSecret(res.Parts)
-			clean = clean && partsClean
-			r.encodedParts(KeyToolCallResultParts, string(*b), me.summary(), me.holes, partsClean, nil)
+			r.encodedParts(KeyToolCallResultParts, string(*b), me.summary(), me.holes,
+				e.red != nil && !me.suspect && !partsMayContainSecret(res.Parts), nil)
 			e.putBuf(b)
 		}
+		// Only a result without parts: its verdict is by its strings' identity.
 		if clean && len(res.Parts) == 0 && !redact.MayContainSecretInJSON(res.CallID) {
 			e.history.noteCleanResult(res)
 		}
