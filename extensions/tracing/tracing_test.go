@@ -834,8 +834,7 @@ func TestGlobalProviderDefault(t *testing.T) {
 }
 
 // TestLangSmithMirrorOff checks that WithLangSmithMirror(false) leaves out
-// every langsmith.* key and keeps the GenAI keys they mirror; and that
-// the attributes known when a span starts are set there.
+// every langsmith.* key and keeps the GenAI keys they mirror.
 func TestLangSmithMirrorOff(t *testing.T) {
 	for _, mirror := range []bool{true, false} {
 		tp, sr := recorderTP(t)
@@ -874,8 +873,8 @@ func TestLangSmithMirrorOff(t *testing.T) {
 	}
 }
 
-// TestStartAttributes checks that a span's attributes known at its start
-// reach an OnStart span processor.
+// TestStartAttributes checks that the attributes a sampler or an OnStart
+// span processor may use are set at the span's start.
 func TestStartAttributes(t *testing.T) {
 	seen := map[string]map[attribute.Key]bool{}
 	var mu sync.Mutex
@@ -894,9 +893,9 @@ func TestStartAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]attribute.Key{
-		"invoke_agent " + a.Name(): {semconv.GenAIOperationNameKey, tracing.KeyRunID, tracing.KeyLangSmithSpanKind, tracing.KeyLangSmithTraceName, tracing.KeyLangSmithSessionID},
-		"chat m":                   {semconv.GenAIRequestModelKey, tracing.KeyStep, tracing.KeyAttempt, tracing.KeyLangSmithSpanKind, tracing.KeyLangSmithSessionID},
-		"execute_tool weather":     {semconv.GenAIToolNameKey, semconv.GenAIToolCallIDKey, tracing.KeyLangSmithSpanKind, tracing.KeyLangSmithTraceName},
+		"invoke_agent " + a.Name(): {semconv.GenAIOperationNameKey, semconv.GenAIAgentNameKey, tracing.KeyRunID, semconv.GenAIConversationIDKey},
+		"chat m":                   {semconv.GenAIOperationNameKey, semconv.GenAIRequestModelKey, semconv.GenAIConversationIDKey},
+		"execute_tool weather":     {semconv.GenAIOperationNameKey, semconv.GenAIToolNameKey, semconv.GenAIToolCallIDKey, semconv.GenAIConversationIDKey},
 	}
 	for name, keys := range want {
 		for _, k := range keys {
