@@ -56,11 +56,18 @@ func BenchmarkUntracedRun(b *testing.B) {
 // BenchmarkTracedRun is the BenchmarkRun workload with the tracing
 // extension on, exporting into an in-memory exporter through a synchronous
 // span processor.
-func BenchmarkTracedRun(b *testing.B) {
+func BenchmarkTracedRun(b *testing.B) { benchTraced(b) }
+
+// BenchmarkTracedRunNoMirror is BenchmarkTracedRun without LangSmith's
+// mirror attributes (tracing.WithLangSmithMirror(false)); its floor is
+// BenchmarkOTelFloorNoMirror.
+func BenchmarkTracedRunNoMirror(b *testing.B) { benchTraced(b, tracing.WithLangSmithMirror(false)) }
+
+func benchTraced(b *testing.B, opts ...tracing.Option) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	a := benchAgent(b, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))))
+	a := benchAgent(b, harness.WithExtensions(tracing.New(append([]tracing.Option{tracing.WithTracerProvider(tp)}, opts...)...)))
 	runLoop(b, a, exp.Reset)
 }
 
@@ -68,10 +75,16 @@ func BenchmarkTracedRun(b *testing.B) {
 // that one traced run produces, with the same names, kinds, parents,
 // attributes and events, into the same kind of exporter. The attribute
 // values are computed once, outside the loop: the floor is the SDK's cost.
-func BenchmarkOTelFloor(b *testing.B) {
+func BenchmarkOTelFloor(b *testing.B) { benchFloor(b) }
+
+// BenchmarkOTelFloorNoMirror is BenchmarkOTelFloor for the spans of
+// BenchmarkTracedRunNoMirror.
+func BenchmarkOTelFloorNoMirror(b *testing.B) { benchFloor(b, tracing.WithLangSmithMirror(false)) }
+
+func benchFloor(b *testing.B, opts ...tracing.Option) {
 	sr := tracetest.NewSpanRecorder()
 	rtp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	a := benchAgent(b, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(rtp))))
+	a := benchAgent(b, harness.WithExtensions(tracing.New(append([]tracing.Option{tracing.WithTracerProvider(rtp)}, opts...)...)))
 	if _, err := a.Run(context.Background(), "weather?"); err != nil {
 		b.Fatal(err)
 	}

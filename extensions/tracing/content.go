@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -305,34 +307,68 @@ func (e *Extension) putKVs(p *[]attribute.KeyValue) {
 // nameCache remembers span names ("chat m", "execute_tool weather") so that
 // each request does not build its name again. It holds at most
 // maxCachedNames names; past that, names are built each time.
+//
+// The last name of each operation is kept apart, where one atomic load
+// and a string comparison find it: an agent's requests mostly name the
+// same model, its runs the same agent.
 type nameCache struct {
 	mu    sync.RWMutex
-	names map[[2]string]string
+	names map[[2]string]*spanName
+	// last holds the last name of invoke_agent, chat and execute_tool.
+	last [3]atomic.Pointer[spanName]
 }
 
+// spanName is a name and what it names.
+type spanName struct{ what, name string }
+
 const maxCachedNames = 1024
+
+// lastSlot returns the slot of op's last name; nil for another op.
+func (c *nameCache) lastSlot(op string) *atomic.Pointer[spanName] {
+	switch op {
+	case "invoke_agent":
+		return &c.last[0]
+	case "chat":
+		return &c.last[1]
+	case "execute_tool":
+		return &c.last[2]
+	}
+	return nil
+}
 
 func (c *nameCache) name(op, what string) string {
 	if what == "" {
 		return op
+	}
+	slot := c.lastSlot(op)
+	if slot != nil {
+		if l := slot.Load(); l != nil && l.what == what {
+			return l.name
+		}
 	}
 	k := [2]string{op, what}
 	c.mu.RLock()
 	n, ok := c.names[k]
 	c.mu.RUnlock()
 	if ok {
-		return n
+		if slot != nil {
+			slot.Store(n)
+		}
+		return n.name
 	}
-	n = op + " " + what
+	n = &spanName{what: what, name: op + " " + what}
 	c.mu.Lock()
 	if c.names == nil {
-		c.names = make(map[[2]string]string)
+		c.names = make(map[[2]string]*spanName)
 	}
 	if len(c.names) < maxCachedNames {
 		c.names[k] = n
+		if slot != nil {
+			slot.Store(n)
+		}
 	}
 	c.mu.Unlock()
-	return n
+	return n.name
 }
 
 // getBuf and putBuf recycle encoding buffers.
@@ -372,6 +408,122 @@ type historyCache struct {
 	// any of its messages.
 	last        string
 	lastChanged bool
+
+	// Verdicts of the scan for secrets (mayContainSecret) that later
+	// values reuse instead of scanning again: a model's reply and a
+	// tool's result are scanned when their spans end and join the
+	// conversation that the next request encodes; a run's input and
+	// final text repeat the texts of its first and last messages. Only
+	// "clean" verdicts are kept, by identity (the message, the result,
+	// the string's bytes), which the values the harness forbids to
+	// change keep. Bounded; encode drops the message and result
+	// verdicts it had the chance to use.
+	cleanMsgs    []msgID
+	cleanResults []cleanResult
+	cleanTexts   [4]string
+	textNext     int
+}
+
+// cleanResult is a tool result found clean, with the strings it had
+// then: a result whose fields were replaced since is scanned again.
+type cleanResult struct {
+	r               *harness.ToolResult
+	callID, content string
+}
+
+func (c *cleanResult) is(r *harness.ToolResult) bool {
+	return c.r == r && sameString(c.callID, r.CallID) && sameString(c.content, r.Content) && len(r.Parts) == 0
+}
+
+// sameString reports whether a and b are the same bytes in memory.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// maxCleanVerdicts bounds the message and result verdicts kept between
+// two encodes; past it, values are scanned again.
+const maxCleanVerdicts = 256
+
+// noteCleanMessage records that m (an output message) has no candidate
+// word for the built-in rules, nor have its text parts.
+func (h *historyCache) noteCleanMessage(m *harness.Message) {
+	h.mu.Lock()
+	if len(h.cleanMsgs) < maxCleanVerdicts {
+		h.cleanMsgs = append(h.cleanMsgs, idOf(m))
+	}
+	h.noteTextsLocked(m)
+	h.mu.Unlock()
+}
+
+// noteTextsLocked records the text parts of a clean message.
+func (h *historyCache) noteTextsLocked(m *harness.Message) {
+	for i := range m.Content {
+		if p := &m.Content[i]; p.Type == harness.PartText && p.Text != "" {
+			h.cleanTexts[h.textNext] = p.Text
+			h.textNext = (h.textNext + 1) % len(h.cleanTexts)
+		}
+	}
+}
+
+// noteCleanResult records that r (its call ID, content and parts) has no
+// candidate word for the built-in rules.
+func (h *historyCache) noteCleanResult(r *harness.ToolResult) {
+	h.mu.Lock()
+	if len(h.cleanResults) < maxCleanVerdicts {
+		h.cleanResults = append(h.cleanResults, cleanResult{r, r.CallID, r.Content})
+	}
+	h.mu.Unlock()
+}
+
+// cleanText reports whether s is, by identity, a text found clean: a
+// text part of a clean message.
+func (h *historyCache) cleanText(s string) bool {
+	if s == "" {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range &h.cleanTexts {
+		if sameString(t, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownCleanLocked reports whether a verdict says that m has no
+// candidate word: m itself was noted, or m is a tool message all of
+// whose results were.
+func (h *historyCache) knownCleanLocked(m *harness.Message, id msgID) bool {
+	if slices.Contains(h.cleanMsgs, id) {
+		return true
+	}
+	if m.Role != harness.RoleTool || len(m.Content) == 0 || len(h.cleanResults) == 0 {
+		return false
+	}
+	for i := range m.Content {
+		p := &m.Content[i]
+		if p.Type != harness.PartToolResult || p.ToolResult == nil {
+			return false
+		}
+		found := false
+		for j := range h.cleanResults {
+			if h.cleanResults[j].is(p.ToolResult) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// textClean reports whether the built-in rules find no candidate word in
+// s encoded as a JSON string, from a verdict when there is one.
+func (e *Extension) textClean(s string) bool {
+	return e.history.cleanText(s) || !redact.MayContainSecretInJSON(s)
 }
 
 // msgInfo is what the encoding of one message did.
@@ -433,7 +585,10 @@ func (h *historyCache) encode(ctx context.Context, e *Extension, msgs []harness.
 		me := mediaEnc{ctx: ctx, e: e}
 		h.buf = appendMessage(h.buf, &msgs[i], "", &me)
 		info := msgInfo{blobs: len(me.holes) > 0, omitted: int32(me.omitted), omittedBytes: me.omittedBytes}
-		if h.red != nil && (me.suspect || mayContainSecret(&msgs[i], "")) {
+		id := idOf(&msgs[i])
+		if h.red == nil {
+			// no scan
+		} else if me.suspect || (!h.knownCleanLocked(&msgs[i], id) && mayContainSecret(&msgs[i], "")) {
 			enc := string(h.buf[start:])
 			for j := range me.holes { // offsets in enc
 				me.holes[j].start -= start
@@ -443,11 +598,16 @@ func (h *historyCache) encode(ctx context.Context, e *Extension, msgs []harness.
 				h.buf = append(h.buf[:start], r...)
 				info.changed = true
 			}
+		} else if msgs[i].Role != harness.RoleTool {
+			h.noteTextsLocked(&msgs[i])
 		}
-		h.ids = append(h.ids, idOf(&msgs[i]))
+		h.ids = append(h.ids, id)
 		h.ends = append(h.ends, len(h.buf))
 		h.info = append(h.info, info)
 	}
+	clear(h.cleanMsgs)
+	clear(h.cleanResults)
+	h.cleanMsgs, h.cleanResults = h.cleanMsgs[:0], h.cleanResults[:0]
 	h.buf = append(h.buf, ']')
 	out := string(h.buf)
 	h.buf = h.buf[:len(h.buf)-1]
@@ -560,10 +720,31 @@ func appendParts(b []byte, parts []harness.Part, me *mediaEnc) []byte {
 // mediaEnc.suspect); TestMessageScanCoversEncoding checks it against the
 // encoding.
 func mayContainSecret(m *harness.Message, finish string) bool {
-	if redact.MayContainSecretInJSON(string(m.Role)) || redact.MayContainSecretInJSON(finish) {
+	if (!knownRole(m.Role) && redact.MayContainSecretInJSON(string(m.Role))) ||
+		(!knownFinish(finish) && redact.MayContainSecretInJSON(finish)) {
 		return true
 	}
 	return partsMayContainSecret(m.Content)
+}
+
+// knownRole reports whether r is one of the harness's roles, in which the
+// rules find no candidate word (TestKnownWordsClean).
+func knownRole(r harness.Role) bool {
+	switch r {
+	case harness.RoleUser, harness.RoleAssistant, harness.RoleTool:
+		return true
+	}
+	return false
+}
+
+// knownFinish reports whether f is empty or one of the finish reasons
+// finishReason maps to, in which the rules find no candidate word.
+func knownFinish(f string) bool {
+	switch f {
+	case "", "stop", "length", "tool_call", "content_filter":
+		return true
+	}
+	return false
 }
 
 // partMayContainSecret is mayContainSecret for one part.

@@ -26,7 +26,9 @@
 // (go.opentelemetry.io/otel/semconv/v1.41.0) plus the keys LangSmith reads
 // over OTLP. Every span has langsmith.span.kind, langsmith.trace.name,
 // gen_ai.conversation.id and langsmith.metadata.session_id (the agent's
-// session ID, which LangSmith uses to group a thread).
+// session ID, which LangSmith uses to group a thread). The langsmith.*
+// keys repeat what the GenAI keys say, for LangSmith: WithLangSmithMirror(false)
+// leaves them out when no LangSmith backend reads the spans.
 //
 // A chat span records the request (gen_ai.request.model, max_tokens,
 // temperature, stream, gen_ai.system_instructions, gen_ai.input.messages,

@@ -324,3 +324,53 @@ func TestHashHex(t *testing.T) {
 		t.Errorf("hexPair = %s, %s", ka, kb)
 	}
 }
+
+// TestKnownWordsClean checks that the roles and finish reasons that
+// mayContainSecret does not scan hold no candidate word for the rules.
+func TestKnownWordsClean(t *testing.T) {
+	for _, w := range []string{string(harness.RoleUser), string(harness.RoleAssistant), string(harness.RoleTool),
+		"", "stop", "length", "tool_call", "content_filter"} {
+		if !knownRole(harness.Role(w)) && !knownFinish(w) {
+			t.Errorf("%q is not known", w)
+		}
+		if redact.MayContainSecretInJSON(w) {
+			t.Errorf("%q may contain a secret, but is not scanned", w)
+		}
+	}
+}
+
+// TestVerdictsFollowValues checks that the history cache reuses a clean
+// verdict only for the values it was given for: a tool result whose
+// content was replaced after it was found clean is scanned (and
+// redacted) again, and so is a message that is not the one noted.
+func TestVerdictsFollowValues(t *testing.T) {
+	const secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH"
+	h := historyCache{red: redact.Builtin()}
+	res := &harness.ToolResult{CallID: "c1", Content: "fine"}
+	reply := harness.Message{Role: harness.RoleAssistant, Content: []harness.Part{harness.Text("calling")}}
+	h.noteCleanMessage(&reply)
+	h.noteCleanResult(res)
+	res.Content = "key " + secret // replaced after the verdict
+	msgs := []harness.Message{
+		harness.UserMessage("hi"),
+		{Role: harness.RoleAssistant, Content: []harness.Part{harness.Text("token " + secret)}}, // not the noted reply
+		{Role: harness.RoleTool, Content: []harness.Part{{Type: harness.PartToolResult, ToolResult: res}}},
+	}
+	out, sum := h.encode(context.Background(), nil, msgs)
+	if strings.Contains(out, secret) || !sum.changed {
+		t.Fatalf("secret kept: %s", out)
+	}
+	// The noted reply and an unchanged result keep their verdicts.
+	res2 := &harness.ToolResult{CallID: "c2", Content: "fine"}
+	h.noteCleanMessage(&reply)
+	h.noteCleanResult(res2)
+	msgs = append(msgs, reply, harness.Message{Role: harness.RoleTool, Content: []harness.Part{{Type: harness.PartToolResult, ToolResult: res2}}})
+	h.mu.Lock()
+	if !h.knownCleanLocked(&msgs[3], idOf(&msgs[3])) || !h.knownCleanLocked(&msgs[4], idOf(&msgs[4])) {
+		t.Error("noted values not known clean")
+	}
+	h.mu.Unlock()
+	if !h.cleanText(reply.Content[0].Text) || h.cleanText(strings.Clone(reply.Content[0].Text)) {
+		t.Error("text verdicts go by identity")
+	}
+}

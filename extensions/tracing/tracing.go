@@ -77,6 +77,7 @@ type Option func(*config)
 //     part; no part uploader;
 //   - provider name from the provider (harness.ProviderNamer), else
 //     learnt from the responses ("unknown" until then);
+//   - LangSmith's mirror attributes (langsmith.*) on;
 //   - no gen_ai.prompt / gen_ai.completion copies;
 //   - no metrics (no MeterProvider);
 //   - prices: pricing.FromEnv() at Install (the built-in table, which
@@ -95,6 +96,7 @@ type config struct {
 	maxBytes     int
 	providerName string
 	promptKeys   bool
+	mirror       bool
 	// media parts
 	mediaBytes    bool
 	maxMediaBytes int
@@ -224,6 +226,23 @@ func WithLangSmithPromptKeys(on bool) Option {
 	return func(c *config) { c.promptKeys = on }
 }
 
+// WithLangSmithMirror turns on or off the attributes that repeat, for
+// LangSmith, what the OpenTelemetry GenAI keys already say: on every span
+// langsmith.span.kind, langsmith.trace.name and
+// langsmith.metadata.session_id, and on chat spans
+// langsmith.metadata.ls_model_name, ls_provider, prefix_key and
+// langsmith.usage_metadata. LangSmith needs them (it maps neither
+// invoke_agent nor execute_tool spans by itself, and prices from
+// usage_metadata); other backends do not. Default on, because the
+// extension cannot see where its spans go: a TracerProvider, or a
+// collector after it, may forward them to LangSmith. Turn it off when no
+// LangSmith backend reads the spans: each span then carries 3 fewer
+// attributes and each chat span 7 fewer, which the SDK, the exporters and
+// the backend all save.
+func WithLangSmithMirror(on bool) Option {
+	return func(c *config) { c.mirror = on }
+}
+
 // Extension is the tracing extension. Build it with [New] and install it on
 // one agent with harness.WithExtensions. Its methods are safe for
 // concurrent use.
@@ -269,7 +288,7 @@ var (
 
 // New returns a tracing extension configured by opts.
 func New(opts ...Option) *Extension {
-	e := &Extension{cfg: config{capture: true, maxBytes: DefaultMaxAttributeBytes, maxMediaBytes: DefaultMaxMediaBytes}}
+	e := &Extension{cfg: config{capture: true, mirror: true, maxBytes: DefaultMaxAttributeBytes, maxMediaBytes: DefaultMaxMediaBytes}}
 	for _, o := range opts {
 		o(&e.cfg)
 	}

@@ -832,3 +832,84 @@ func TestGlobalProviderDefault(t *testing.T) {
 		t.Error("name or priority")
 	}
 }
+
+// TestLangSmithMirrorOff checks that WithLangSmithMirror(false) leaves out
+// every langsmith.* key and keeps the GenAI keys they mirror.
+func TestLangSmithMirrorOff(t *testing.T) {
+	for _, mirror := range []bool{true, false} {
+		tp, sr := recorderTP(t)
+		ext := tracing.New(tracing.WithTracerProvider(tp), tracing.WithLangSmithMirror(mirror))
+		a := newAgentExt(t, ext, weatherScript)
+		if _, err := a.Run(context.Background(), "weather in Paris?"); err != nil {
+			t.Fatal(err)
+		}
+		all := spans(sr)
+		if len(all) != 4 {
+			t.Fatalf("%d spans", len(all))
+		}
+		for _, s := range all {
+			n := 0
+			for k := range attrs(s) {
+				if strings.HasPrefix(string(k), "langsmith.") {
+					n++
+				}
+			}
+			if mirror && n == 0 || !mirror && n > 0 {
+				t.Errorf("mirror %v: %s has %d langsmith.* attributes", mirror, s.Name(), n)
+			}
+			for _, k := range []attribute.Key{semconv.GenAIOperationNameKey, semconv.GenAIConversationIDKey} {
+				if _, ok := attr(s, k); !ok {
+					t.Errorf("mirror %v: %s has no %s", mirror, s.Name(), k)
+				}
+			}
+		}
+		for _, c := range byName(all, "chat m") {
+			for _, k := range []attribute.Key{semconv.GenAIProviderNameKey, semconv.GenAIUsageInputTokensKey, tracing.KeyPrefixKey} {
+				if _, ok := attr(c, k); !ok {
+					t.Errorf("mirror %v: chat span has no %s", mirror, k)
+				}
+			}
+		}
+	}
+}
+
+// TestStartAttributes checks that the attributes a sampler or an OnStart
+// span processor may use are set at the span's start.
+func TestStartAttributes(t *testing.T) {
+	seen := map[string]map[attribute.Key]bool{}
+	var mu sync.Mutex
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(onStart(func(s sdktrace.ReadWriteSpan) {
+		m := map[attribute.Key]bool{}
+		for _, kv := range s.Attributes() {
+			m[kv.Key] = true
+		}
+		mu.Lock()
+		seen[s.Name()] = m
+		mu.Unlock()
+	})))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	a, _ := newAgent(t, tp, weatherScript)
+	if _, err := a.Run(context.Background(), "weather in Paris?"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]attribute.Key{
+		"invoke_agent " + a.Name(): {semconv.GenAIOperationNameKey, semconv.GenAIAgentNameKey, tracing.KeyRunID, semconv.GenAIConversationIDKey},
+		"chat m":                   {semconv.GenAIOperationNameKey, semconv.GenAIRequestModelKey, semconv.GenAIConversationIDKey},
+		"execute_tool weather":     {semconv.GenAIOperationNameKey, semconv.GenAIToolNameKey, semconv.GenAIToolCallIDKey, semconv.GenAIConversationIDKey},
+	}
+	for name, keys := range want {
+		for _, k := range keys {
+			if !seen[name][k] {
+				t.Errorf("%s: %s not set at start", name, k)
+			}
+		}
+	}
+}
+
+// onStart is a span processor that calls f on each span start.
+type onStart func(sdktrace.ReadWriteSpan)
+
+func (f onStart) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) { f(s) }
+func (onStart) OnEnd(sdktrace.ReadOnlySpan)                           {}
+func (onStart) Shutdown(context.Context) error                        { return nil }
+func (onStart) ForceFlush(context.Context) error                      { return nil }
