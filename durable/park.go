@@ -211,10 +211,10 @@ func (rt *Runtime) Resume(ctx context.Context, runID string, decisions ...harnes
 	}
 	finished := ws.Status != dbos.WorkflowStatusPending && ws.Status != dbos.WorkflowStatusEnqueued && ws.Status != dbos.WorkflowStatusDelayed
 	if ws.Status == dbos.WorkflowStatusCancelled {
-		if waits, _, err := rt.parkedWaits(dc, runID); err != nil {
+		if waits, _, moved, err := rt.parkedWaits(dc, runID); err != nil {
 			return nil, opError("resume", runID, err)
-		} else if len(waits) > 0 {
-			finished = false // parked: it waits for answers or decisions
+		} else if len(waits) > 0 || moved {
+			finished = false // parked (it waits for answers or decisions), or woken just now
 		}
 	}
 	if !finished {

@@ -758,11 +758,11 @@ func (rt *Runtime) sessionState(ctx context.Context, session string) (string, []
 		case dbos.WorkflowStatusPending, dbos.WorkflowStatusEnqueued, dbos.WorkflowStatusDelayed:
 			return "", nil, fmt.Errorf("%w: session %q, run %s", ErrSessionBusy, session, w.ID)
 		case dbos.WorkflowStatusCancelled:
-			waits, _, err := rt.parkedWaits(ctx, w.ID)
+			waits, _, moved, err := rt.parkedWaits(ctx, w.ID)
 			if err != nil {
 				return "", nil, fmt.Errorf("durable: session %q: %w", session, err)
 			}
-			if len(waits) > 0 {
+			if len(waits) > 0 || moved {
 				return "", nil, fmt.Errorf("%w: session %q, run %s (parked)", ErrSessionBusy, session, w.ID)
 			}
 		}
@@ -860,9 +860,12 @@ func (rt *Runtime) state(dc dbos.Context, runID string) (*harness.RunResult, boo
 		res := out.result()
 		return res, true, res.Err
 	case dbos.WorkflowStatusCancelled:
-		waits, _, err := rt.parkedWaits(dc, runID)
+		waits, _, moved, err := rt.parkedWaits(dc, runID)
 		if err != nil {
 			return nil, false, fmt.Errorf("durable: run %s: %w", runID, err)
+		}
+		if moved { // woken since its status was read
+			return nil, false, nil
 		}
 		if len(waits) == 0 {
 			res := &harness.RunResult{RunID: runID, Status: harness.StatusCancelled, Err: &RunError{RunID: runID, Msg: "durable: the run was cancelled"}}

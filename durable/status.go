@@ -92,9 +92,12 @@ func (rt *Runtime) Status(ctx context.Context, runID string) (*RunStatus, error)
 	case dbos.WorkflowStatusPending:
 		st.State = StateRunning
 	case dbos.WorkflowStatusCancelled:
-		waits, answered, err := rt.parkedWaits(ctx, runID)
+		waits, answered, moved, err := rt.parkedWaits(ctx, runID)
 		if err != nil {
 			return nil, opError("status", runID, err)
+		}
+		if moved { // woken since its status was read: read it again
+			return rt.Status(ctx, runID)
 		}
 		if len(waits) == 0 {
 			st.State = StateCancelled

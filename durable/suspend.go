@@ -269,14 +269,26 @@ func sameDecisions(a, b []harness.Decision) bool {
 	return true
 }
 
-// parkedWaits returns what the run is parked on (nil when it is not),
-// and whether each wait has its answer.
-func (rt *Runtime) parkedWaits(ctx context.Context, runID string) ([]string, []bool, error) {
+// parkedWaits returns what a run read as CANCELLED is parked on (nil
+// when it is not), and whether each wait has its answer. moved is set
+// when the run is parked no more: a wake moves the run back to its queue
+// before it deletes the parked rows, so a status read before the rows
+// may be stale, and the status is read again when there are none.
+func (rt *Runtime) parkedWaits(ctx context.Context, runID string) (waits []string, answered []bool, moved bool, err error) {
 	db, err := rt.auxDB(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return db.parkedWaits(ctx, runID)
+	if waits, answered, err = db.parkedWaits(ctx, runID); err != nil || len(waits) > 0 {
+		return waits, answered, false, err
+	}
+	dc, end := rt.within(ctx)
+	defer end()
+	ws, err := dbos.ListWorkflows(dc, dbos.WithFilterWorkflowIDs(runID), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return nil, nil, len(ws) == 1 && ws[0].Status != dbos.WorkflowStatusCancelled, nil
 }
 
 // ---- the parked table ----
