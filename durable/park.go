@@ -165,7 +165,7 @@ func (rt *Runtime) openApproval(dc dbos.Context, runID string) (*approvalInput, 
 	if err != nil {
 		return nil, err
 	}
-	if s := run.Status; s == dbos.WorkflowStatusSuccess || s == dbos.WorkflowStatusError {
+	if ended(run.Status) {
 		return nil, nil
 	}
 	return &in, nil
@@ -363,8 +363,8 @@ func (rt *Runtime) reply(ctx context.Context, runID, askID string, ans harness.A
 		if err != nil {
 			return err
 		}
-		if s := run.Status; s == dbos.WorkflowStatusSuccess || s == dbos.WorkflowStatusError {
-			return fmt.Errorf("%w: question %q: the run %s", ErrAlreadyAnswered, askID, stateWord(s))
+		if ended(run.Status) {
+			return fmt.Errorf("%w: question %q: the run %s", ErrAlreadyAnswered, askID, stateWord(run.Status))
 		}
 		// The first answer stands: it is recorded before it is sent, so
 		// that a different second one is refused even while the first

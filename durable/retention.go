@@ -86,6 +86,12 @@ func (rt *Runtime) stopSweeper() {
 	}
 }
 
+// ended reports whether a workflow's outcome is recorded: it succeeded or
+// failed. A cancelled run may be parked (suspend.go).
+func ended(s dbos.WorkflowStatusType) bool {
+	return s == dbos.WorkflowStatusSuccess || s == dbos.WorkflowStatusError
+}
+
 // terminal is the statuses of a finished workflow.
 var terminal = []dbos.WorkflowStatusType{dbos.WorkflowStatusSuccess, dbos.WorkflowStatusError,
 	dbos.WorkflowStatusCancelled, dbos.WorkflowStatusMaxRecoveryAttemptsExceeded}
@@ -254,7 +260,7 @@ func (rt *Runtime) sweepOrphans(ctx context.Context, dc dbos.Context, db *leaseD
 		}
 		live := map[string]bool{}
 		for _, w := range ws {
-			if w.Status != dbos.WorkflowStatusSuccess && w.Status != dbos.WorkflowStatusError {
+			if !ended(w.Status) {
 				live[w.ID] = true
 			}
 		}

@@ -233,16 +233,7 @@ func (r *runner) Ask(ctx context.Context, s *harness.Step, req harness.AskReques
 		if err := json.Unmarshal(enc, &ans); err != nil {
 			return harness.Answer{}, fmt.Errorf("durable: ask %s: the recorded answer: %w", req.ID, err)
 		}
-		// The question's workflow ends with it, if Reply's own send did
-		// not arrive.
-		if err := dbos.Send(r.rt.dctx, id, ans, answerTopic, dbos.WithIdempotencyKey(id)); err != nil {
-			r.rt.cfg.logger.Warn("durable: cannot close an answered question", "run_id", s.RunID, "ask_id", req.ID, "error", err)
-		}
-		// The question's workflow records the answer for good (its row
-		// outlives the run's answers), so that a Reply after the run
-		// still compares against it. A process that runs it and stopped
-		// is not waited for long.
-		_, _ = h.GetResult(dbos.WithHandleTimeout(askSettle), dbos.WithHandlePollingInterval(r.rt.cfg.poll))
+		settle(r.rt, h, s.RunID, id, answerTopic, ans)
 		return ans, nil
 	}
 	if st, err := h.GetStatus(); err == nil && st.Status == dbos.WorkflowStatusSuccess {

@@ -944,9 +944,8 @@ type runState struct {
 	// paused on approvals: their answers go with its rows.
 	asked atomic.Bool
 	// waits are the questions the run's calls parked on in this
-	// execution; parked is set once the run is parked (suspend.go).
-	waits  waits
-	parked atomic.Bool
+	// execution (suspend.go).
+	waits waits
 	// blobs are the bytes of large parts this execution wrote or read
 	// (blob.go); wroteBlobs is set once it wrote one: the run's blobs go
 	// with its rows.
@@ -1050,13 +1049,7 @@ func (rt *Runtime) runWorkflow(ctx dbos.Context, in runInput) (runOutput, error)
 		if err := json.Unmarshal(enc, &decisions); err != nil {
 			return runOutput{}, fmt.Errorf("durable: run %s: the recorded decisions: %w", runID, err)
 		}
-		// The approval's workflow ends with them, if Resume's own send
-		// did not arrive.
-		if err := dbos.Send(rt.dctx, id, decisions, decisionsTopic, dbos.WithIdempotencyKey(id)); err != nil {
-			rt.cfg.logger.Warn("durable: cannot close an answered approval", "run_id", runID, "error", err)
-		}
-		// It ends before the run goes on, as a question's does (runner.Ask).
-		_, _ = h.GetResult(dbos.WithHandleTimeout(askSettle), dbos.WithHandlePollingInterval(rt.cfg.poll))
+		settle(rt, h, runID, id, decisionsTopic, decisions)
 		res, err = agent.Resume(hctx, decisions...)
 		res = rs.failed(res)
 		if err != nil && res == nil {

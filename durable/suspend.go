@@ -100,7 +100,6 @@ func (rt *Runtime) park(ctx dbos.Context, rs *runState, waits []string) (runOutp
 	if err != nil {
 		return runOutput{}, rs.fence(err)
 	}
-	rs.parked.Store(true)
 	rt.cfg.logger.Debug("durable: run parks", "run_id", rs.runID, "execution", rs.epoch, "waits", waits)
 	rt.cfg.logs.parking.Store(rs.runID, struct{}{})
 	// Cancelled from outside the workflow: DBOS writes no step for it,
@@ -267,6 +266,20 @@ func sameDecisions(a, b []harness.Decision) bool {
 		}
 	}
 	return true
+}
+
+// settle ends the waiting workflow id (a question's or an approval's)
+// whose answer v the run found recorded: it sends v again, in case the
+// send of Reply or Resume did not arrive (the idempotency key makes a
+// second send harmless), and gives the workflow up to askSettle to record
+// it for good before the run goes on, so that its row, which outlives the
+// run's answers, still tells a later Reply what stood. A process that
+// runs it and stopped is not waited for longer.
+func settle[T any](rt *Runtime, h dbos.WorkflowHandle[T], runID, id, topic string, v any) {
+	if err := dbos.Send(rt.dctx, id, v, topic, dbos.WithIdempotencyKey(id)); err != nil {
+		rt.cfg.logger.Warn("durable: cannot close an answered question or approval", "run_id", runID, "workflow_id", id, "error", err)
+	}
+	_, _ = h.GetResult(dbos.WithHandleTimeout(askSettle), dbos.WithHandlePollingInterval(rt.cfg.poll))
 }
 
 // parkedWaits returns what a run read as CANCELLED is parked on (nil
