@@ -41,8 +41,8 @@ var (
 
 // runTraced runs one turn of a planner agent that calls a weather tool and
 // a researcher subagent (with its own tracing extension), all traced
-// through tp.
-func runTraced(t *testing.T, tp trace.TracerProvider) {
+// through tp with the tracing options opts.
+func runTraced(t *testing.T, tp trace.TracerProvider, opts ...tracing.Option) {
 	t.Helper()
 	ctx := context.Background()
 	child, err := harness.New(
@@ -52,7 +52,7 @@ func runTraced(t *testing.T, tp trace.TracerProvider) {
 		harness.WithProvider(harnesstest.NewScriptedProvider(harnesstest.Response{
 			Reasoning: "Check the climate tables.", Text: "Mild, rain likely.", Usage: usageChild,
 		})),
-		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+		harness.WithExtensions(tracing.New(append([]tracing.Option{tracing.WithTracerProvider(tp)}, opts...)...)),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func runTraced(t *testing.T, tp trace.TracerProvider) {
 			harnesstest.Response{Reasoning: "Both agree.", Text: "Pack an umbrella.", Usage: usageAnswer},
 		)),
 		harness.WithTools(weather, harness.AgentTool(child, "research", "Ask the researcher.")),
-		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+		harness.WithExtensions(tracing.New(append([]tracing.Option{tracing.WithTracerProvider(tp)}, opts...)...)),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -97,35 +97,49 @@ func uniqueService(t *testing.T) string {
 const wantSpans = 7
 
 // TestJaegerSpanTree exports a traced run to a real Jaeger over OTLP/HTTP
-// and checks what Jaeger's query API returns.
+// and checks what Jaeger's query API returns: once as the extension
+// traces by default through a provider without a LangSmith backend (no
+// langsmith.* mirrors), once with the mirrors asked for, as when a
+// collector forwards the spans to LangSmith.
 func TestJaegerSpanTree(t *testing.T) {
 	j := jaegertest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	service := uniqueService(t)
-	begin := time.Now()
-	tp, err := exporters.NewOTLP(ctx, exporters.WithEndpointURL(j.TracesURL()), exporters.WithServiceName(service))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runTraced(t, tp)
-	if err := tp.ForceFlush(ctx); err != nil {
-		t.Fatalf("flush to Jaeger: %v", err)
-	}
-	if err := tp.Shutdown(ctx); err != nil {
-		t.Fatalf("shutdown: %v", err)
-	}
-	if st := tp.Stats(); st.Exported != wantSpans || st.Lost() != 0 {
-		t.Fatalf("exporter stats %+v, want %d exported", st, wantSpans)
-	}
+	for _, mirrors := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mirrors=%v", mirrors), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			service := uniqueService(t)
+			begin := time.Now()
+			tp, err := exporters.NewOTLP(ctx, exporters.WithEndpointURL(j.TracesURL()), exporters.WithServiceName(service))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tp.SendsToLangSmith() {
+				t.Fatal("an OTLP provider says it sends to LangSmith")
+			}
+			var opts []tracing.Option
+			if mirrors {
+				opts = append(opts, tracing.WithLangSmithMirror(true))
+			}
+			runTraced(t, tp, opts...)
+			if err := tp.ForceFlush(ctx); err != nil {
+				t.Fatalf("flush to Jaeger: %v", err)
+			}
+			if err := tp.Shutdown(ctx); err != nil {
+				t.Fatalf("shutdown: %v", err)
+			}
+			if st := tp.Stats(); st.Exported != wantSpans || st.Lost() != 0 {
+				t.Fatalf("exporter stats %+v, want %d exported", st, wantSpans)
+			}
 
-	spans, err := j.WaitForSpans(ctx, jaegertest.Query{
-		Service: service, StartMin: begin.Add(-time.Minute), StartMax: time.Now().Add(time.Minute), NumTraces: 10,
-	}, wantSpans)
-	if err != nil {
-		t.Fatal(err)
+			spans, err := j.WaitForSpans(ctx, jaegertest.Query{
+				Service: service, StartMin: begin.Add(-time.Minute), StartMax: time.Now().Add(time.Minute), NumTraces: 10,
+			}, wantSpans)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTree(t, spans, mirrors)
+		})
 	}
-	checkTree(t, spans)
 }
 
 // node is a span with its children, for printing and checking the tree.
@@ -167,7 +181,9 @@ func render(ns []*node, depth int, b *strings.Builder) {
 	}
 }
 
-func checkTree(t *testing.T, spans []jaegertest.Span) {
+// checkTree checks the span tree of runTraced and its attributes; with
+// mirrors, LangSmith's mirror attributes too, else that no span has one.
+func checkTree(t *testing.T, spans []jaegertest.Span, mirrors bool) {
 	t.Helper()
 	if len(spans) != wantSpans {
 		t.Fatalf("Jaeger has %d spans, want %d", len(spans), wantSpans)
@@ -219,7 +235,15 @@ func checkTree(t *testing.T, spans []jaegertest.Span) {
 		if k.n.Kind != k.kind {
 			t.Errorf("%s: span kind %d, want %d", k.n.Name, k.n.Kind, k.kind)
 		}
-		checkAttr(t, k.n, "langsmith.span.kind", k.lsKind)
+		if mirrors {
+			checkAttr(t, k.n, "langsmith.span.kind", k.lsKind)
+		} else {
+			for key := range k.n.Attributes {
+				if strings.HasPrefix(key, "langsmith.") {
+					t.Errorf("%s: %s set without LangSmith", k.n.Name, key)
+				}
+			}
+		}
 		checkAttr(t, k.n, "gen_ai.operation.name", k.opName)
 		if k.n.Resource["service.name"] == nil {
 			t.Errorf("%s: no service.name on the resource", k.n.Name)
@@ -237,8 +261,6 @@ func checkTree(t *testing.T, spans []jaegertest.Span) {
 	}{{plan, "parent-model", usagePlan}, {childChat, "child-model", usageChild}, {answer, "parent-model", usageAnswer}}
 	hexKey := regexp.MustCompile(`^[0-9a-f]{64}$`)
 	for _, c := range chats {
-		checkAttr(t, c.n, "langsmith.metadata.ls_model_name", c.model)
-		checkAttr(t, c.n, "langsmith.metadata.ls_provider", "scripted")
 		checkAttr(t, c.n, "gen_ai.request.model", c.model)
 		checkAttr(t, c.n, "gen_ai.usage.input_tokens", c.u.InputTokens)
 		checkAttr(t, c.n, "gen_ai.usage.output_tokens", c.u.OutputTokens)
@@ -249,9 +271,13 @@ func checkTree(t *testing.T, spans []jaegertest.Span) {
 		if !hexKey.MatchString(key) {
 			t.Errorf("%s: harnessx.prefix_key %q is not a SHA-256", c.n.Name, key)
 		}
-		checkAttr(t, c.n, "langsmith.metadata.prefix_key", key)
-		if u, _ := c.n.Attributes["langsmith.usage_metadata"].(string); !strings.Contains(u, `"total_tokens"`) {
-			t.Errorf("%s: langsmith.usage_metadata %q", c.n.Name, u)
+		if mirrors {
+			checkAttr(t, c.n, "langsmith.metadata.ls_model_name", c.model)
+			checkAttr(t, c.n, "langsmith.metadata.ls_provider", "scripted")
+			checkAttr(t, c.n, "langsmith.metadata.prefix_key", key)
+			if u, _ := c.n.Attributes["langsmith.usage_metadata"].(string); !strings.Contains(u, `"total_tokens"`) {
+				t.Errorf("%s: langsmith.usage_metadata %q", c.n.Name, u)
+			}
 		}
 	}
 	checkAttr(t, plan, "gen_ai.request.max_tokens", int64(512))
@@ -329,5 +355,5 @@ func TestFileReplayIntoJaeger(t *testing.T) {
 			t.Errorf("Jaeger has span %s %q, not in the file", s.SpanID, s.Name)
 		}
 	}
-	checkTree(t, spans)
+	checkTree(t, spans, false)
 }

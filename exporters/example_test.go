@@ -61,21 +61,21 @@ func ExampleNewFile() {
 		for _, rs := range req.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					kind := ""
+					op := ""
 					for _, a := range s.Attributes {
-						if a.Key == "langsmith.span.kind" {
-							kind = a.Value.StringValue
+						if a.Key == "gen_ai.operation.name" {
+							op = a.Value.StringValue
 						}
 					}
-					fmt.Printf("%s (%s)\n", s.Name, kind)
+					fmt.Printf("%s (%s)\n", s.Name, op)
 				}
 			}
 		}
 	}
 	fmt.Println("exported:", tp.Stats().Exported)
 	// Output:
-	// chat demo-model (llm)
-	// invoke_agent greeter (chain)
+	// chat demo-model (chat)
+	// invoke_agent greeter (invoke_agent)
 	// exported: 2
 }
 

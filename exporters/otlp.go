@@ -44,7 +44,10 @@ func NewOTLP(ctx context.Context, opts ...Option) (*Provider, error) {
 // returns [ErrNoAPIKey] without an API key.
 //
 // LangSmith reads the langsmith.* and gen_ai.* attributes the tracing
-// extension sets: span kinds, model and provider, usage and prompts.
+// extension sets: span kinds, model and provider, usage and prompts. The
+// provider reports that it sends to LangSmith ([Provider.SendsToLangSmith]),
+// so the extension sets the langsmith.* keys for it, and leaves them out
+// for providers whose backends are all elsewhere.
 func NewLangSmith(ctx context.Context, opts ...Option) (*Provider, error) {
 	c, err := newConfig(bLangSmith, opts)
 	if err != nil {

@@ -198,6 +198,18 @@ func (p *Provider) UnregisterSpanProcessor(sp sdktrace.SpanProcessor) {
 	p.tp.UnregisterSpanProcessor(sp)
 }
 
+// SendsToLangSmith reports whether one of the provider's backends is
+// LangSmith. The tracing extension reads it (tracing.LangSmithReporter)
+// to set LangSmith's mirror attributes only on spans that go there.
+func (p *Provider) SendsToLangSmith() bool {
+	for _, b := range p.backends {
+		if b.Name == "langsmith" {
+			return true
+		}
+	}
+	return false
+}
+
 // Backends lists the provider's backends, in order.
 func (p *Provider) Backends() []Backend {
 	out := make([]Backend, len(p.backends))

@@ -82,7 +82,9 @@ type lookupInput struct {
 }
 
 // runAgents runs a coordinator that asks a writer subagent for a summary;
-// each agent is traced by its own extension.
+// each agent is traced by its own extension. A LangSmith provider turns
+// LangSmith's mirror attributes on by itself; the option keeps them in the
+// file that stands in for LangSmith when no key is set.
 func runAgents(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 	lookup, err := harness.NewTool("lookup_notes", "Look up the team's notes on a topic.",
 		func(_ context.Context, in lookupInput) (string, error) {
@@ -111,7 +113,7 @@ func runAgents(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 				Usage:     harness.Usage{InputTokens: 910, OutputTokens: 44, CacheReadInputTokens: 700, ReasoningTokens: 12},
 			},
 		)),
-		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp), tracing.WithLangSmithMirror(true))),
 	)
 	if err != nil {
 		return err
@@ -136,7 +138,7 @@ func runAgents(ctx context.Context, w io.Writer, tp *exporters.Provider) error {
 				Usage: harness.Usage{InputTokens: 1620, OutputTokens: 38, CacheReadInputTokens: 1200, ReasoningTokens: 6},
 			},
 		)),
-		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp))),
+		harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp), tracing.WithLangSmithMirror(true))),
 	)
 	if err != nil {
 		return err

@@ -251,16 +251,6 @@ func encodeHash(dst *[hashHexLen]byte, h *harness.Hash) {
 	}
 }
 
-// hexPair returns a and b in hex with one allocation: both are slices of
-// one string.
-func hexPair(a, b harness.Hash) (string, string) {
-	var buf [2 * hashHexLen]byte
-	encodeHash((*[hashHexLen]byte)(buf[:hashHexLen]), &a)
-	encodeHash((*[hashHexLen]byte)(buf[hashHexLen:]), &b)
-	s := string(buf[:])
-	return s[:hashHexLen], s[hashHexLen:]
-}
-
 // hexOf returns h in hex, reusing the string from slot when h is the same.
 func hexOf(slot *atomic.Pointer[hexValue], h harness.Hash) string {
 	if c := slot.Load(); c != nil && c.hash == h {

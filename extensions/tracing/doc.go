@@ -27,15 +27,22 @@
 // over OTLP. Every span has langsmith.span.kind, langsmith.trace.name,
 // gen_ai.conversation.id and langsmith.metadata.session_id (the agent's
 // session ID, which LangSmith uses to group a thread). The langsmith.*
-// keys repeat what the GenAI keys say, for LangSmith: WithLangSmithMirror(false)
-// leaves them out when no LangSmith backend reads the spans.
+// keys repeat what the GenAI keys say, for LangSmith, so they are set only
+// when LangSmith may read the spans: a provider from the exporters package
+// says whether one of its backends is LangSmith ([LangSmithReporter]), any
+// other provider gets them, and [WithLangSmithMirror] decides over both
+// (give it when a collector forwards the spans to LangSmith).
 //
 // A chat span records the request (gen_ai.request.model, max_tokens,
 // temperature, stream, gen_ai.system_instructions, gen_ai.input.messages,
-// gen_ai.tool.definitions), the prompt-cache prefix key with its per-part
-// hashes (harnessx.prefix_key, harnessx.prefix_key.model|tools|system|messages,
-// langsmith.metadata.prefix_key) and, when the key changed, which part broke
-// the cache (harnessx.prefix_key.changed and a prompt_cache_break event).
+// gen_ai.tool.definitions), the prompt-cache prefix key (harnessx.prefix_key,
+// langsmith.metadata.prefix_key) and, when a part of the prefix changed
+// since the session's previous request, which part broke the cache
+// (harnessx.prefix_key.changed and a prompt_cache_break event) with the
+// hashes of the four parts as they are now
+// (harnessx.prefix_key.model|tools|system|messages). A request that keeps
+// or grows the previous prefix carries the key alone: the parts' hashes
+// would repeat what the previous span said.
 // On completion it records the response (gen_ai.response.model, id,
 // finish_reasons, gen_ai.output.messages), the usage with cache-read,
 // cache-creation and reasoning tokens (and, when the provider reports

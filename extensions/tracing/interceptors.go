@@ -272,20 +272,23 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		}
 	}
 	if pk := &req.PrefixKey; !pk.Key.IsZero() {
-		key, msgs := hexPair(pk.Key, pk.Messages)
-		r.kvs = append(r.kvs,
-			KeyPrefixKey.String(key),
-			KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
-			KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
-			KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
-			KeyPrefixMessages.String(msgs),
-		)
+		key := hexString(pk.Key)
+		r.kvs = append(r.kvs, KeyPrefixKey.String(key))
 		if e.cfg.mirror {
 			r.kvs = append(r.kvs, KeyLangSmithPrefixKey.String(key))
 		}
 		if len(pk.Changed) > 0 {
+			// A cache break: the parts' hashes say what each part is
+			// now, the changed list which of them differ from the
+			// previous request's. A request that kept or grew the
+			// prefix carries the key alone.
 			changed := KeyPrefixChanged.StringSlice(pk.Changed)
-			r.kvs = append(r.kvs, changed)
+			r.kvs = append(r.kvs,
+				KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
+				KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
+				KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
+				KeyPrefixMessages.String(hexString(pk.Messages)),
+				changed)
 			span.AddEvent(EventCacheBreak, trace.WithTimestamp(start), trace.WithAttributes(changed))
 		}
 	}

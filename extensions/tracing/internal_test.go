@@ -319,10 +319,6 @@ func TestHashHex(t *testing.T) {
 			t.Errorf("hexString = %s, want %s", got, want)
 		}
 	}
-	ka, kb := hexPair(a, b)
-	if ka != hex.EncodeToString(a[:]) || kb != hex.EncodeToString(b[:]) {
-		t.Errorf("hexPair = %s, %s", ka, kb)
-	}
 }
 
 // TestKnownWordsClean checks that the roles and finish reasons that

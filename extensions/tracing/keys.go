@@ -27,7 +27,8 @@ const (
 	// KeyPrefixKey is the hex SHA-256 prefix key of a model request.
 	KeyPrefixKey = attribute.Key("harnessx.prefix_key")
 	// KeyPrefixModel, KeyPrefixTools, KeyPrefixSystem and KeyPrefixMessages
-	// are the hex hashes of the parts of the prefix key.
+	// are the hex hashes of the parts of the prefix key, set on a chat span
+	// whose request broke the cache (beside KeyPrefixChanged).
 	KeyPrefixModel    = attribute.Key("harnessx.prefix_key.model")
 	KeyPrefixTools    = attribute.Key("harnessx.prefix_key.tools")
 	KeyPrefixSystem   = attribute.Key("harnessx.prefix_key.system")

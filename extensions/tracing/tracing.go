@@ -77,7 +77,9 @@ type Option func(*config)
 //     part; no part uploader;
 //   - provider name from the provider (harness.ProviderNamer), else
 //     learnt from the responses ("unknown" until then);
-//   - LangSmith's mirror attributes (langsmith.*) on;
+//   - LangSmith's mirror attributes (langsmith.*): on, unless the tracer
+//     provider says whether spans go to LangSmith ([LangSmithReporter],
+//     which exporters.Provider implements);
 //   - no gen_ai.prompt / gen_ai.completion copies;
 //   - no metrics (no MeterProvider);
 //   - prices: pricing.FromEnv() at Install (the built-in table, which
@@ -97,6 +99,7 @@ type config struct {
 	providerName string
 	promptKeys   bool
 	mirror       bool
+	mirrorSet    bool
 	// media parts
 	mediaBytes    bool
 	maxMediaBytes int
@@ -233,15 +236,32 @@ func WithLangSmithPromptKeys(on bool) Option {
 // langsmith.metadata.ls_model_name, ls_provider, prefix_key and
 // langsmith.usage_metadata. LangSmith needs them (it maps neither
 // invoke_agent nor execute_tool spans by itself, and prices from
-// usage_metadata); other backends do not. Default on, because the
-// extension cannot see where its spans go: a TracerProvider, or a
-// collector after it, may forward them to LangSmith. Turn it off when no
-// LangSmith backend reads the spans: each span then carries 3 fewer
+// usage_metadata); other backends do not. Off, each span carries 3 fewer
 // attributes and each chat span 7 fewer, which the SDK, the exporters and
 // the backend all save.
+//
+// Without this option the tracer provider decides when it is a
+// [LangSmithReporter] (an exporters.Provider is: mirrors on exactly when
+// one of its backends is LangSmith); any other provider gets them, because
+// the extension cannot see where its spans go. Give the option to forward
+// spans to LangSmith through a collector, or to drop the mirrors from
+// spans a provider of your own sends elsewhere.
 func WithLangSmithMirror(on bool) Option {
-	return func(c *config) { c.mirror = on }
+	return func(c *config) { c.mirror, c.mirrorSet = on, true }
 }
+
+// LangSmithReporter is implemented by a TracerProvider that knows whether
+// its spans go to LangSmith. exporters.Provider implements it. Unless
+// [WithLangSmithMirror] is given, the extension sets LangSmith's mirror
+// attributes exactly when its provider's SendsToLangSmith returns true.
+type LangSmithReporter interface {
+	SendsToLangSmith() bool
+}
+
+// Mirrors reports whether the installed extension sets LangSmith's mirror
+// attributes ([WithLangSmithMirror]); before Install, what the options
+// alone say.
+func (e *Extension) Mirrors() bool { return e.cfg.mirror }
 
 // Extension is the tracing extension. Build it with [New] and install it on
 // one agent with harness.WithExtensions. Its methods are safe for
@@ -344,6 +364,9 @@ func (e *Extension) Install(ec *harness.ExtensionContext) error {
 	tp := c.tp
 	if tp == nil {
 		tp = otel.GetTracerProvider()
+	}
+	if r, ok := tp.(LangSmithReporter); ok && !c.mirrorSet {
+		c.mirror = r.SendsToLangSmith()
 	}
 	if !c.captureSet {
 		c.capture = captureFromEnv(os.Getenv(CaptureContentEnv))

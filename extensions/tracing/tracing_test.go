@@ -153,10 +153,16 @@ func TestModelSpanAttributes(t *testing.T) {
 	if len(defs) != 1 || defs[0]["type"] != "function" || defs[0]["name"] != "weather" || defs[0]["description"] != "Weather of a city." || defs[0]["parameters"] == nil {
 		t.Errorf("tool definitions = %v", defs)
 	}
-	// The prefix key and its parts are hex SHA-256, and the LangSmith copy matches.
-	for _, k := range []attribute.Key{tracing.KeyPrefixKey, tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
-		if v := first[k].AsString(); len(v) != 64 {
-			t.Errorf("%s = %q, want 64 hex digits", k, v)
+	// The prefix key is hex SHA-256, and the LangSmith copy matches. The
+	// parts' hashes come only with a cache break, which neither request is.
+	for _, m := range []map[attribute.Key]attribute.Value{first, second} {
+		if v := m[tracing.KeyPrefixKey].AsString(); !isHash(v) {
+			t.Errorf("%s = %q, want 64 hex digits", tracing.KeyPrefixKey, v)
+		}
+		for _, k := range []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
+			if v, ok := m[k]; ok {
+				t.Errorf("%s = %q without a cache break", k, v.Emit())
+			}
 		}
 	}
 	if first[tracing.KeyPrefixKey] != first[tracing.KeyLangSmithPrefixKey] {
@@ -598,12 +604,35 @@ func TestPrefixKeyChangeNamesThePart(t *testing.T) {
 	if len(ev.Attributes) != 1 || ev.Attributes[0].Key != tracing.KeyPrefixChanged || ev.Attributes[0].Value.Emit() != `["system"]` {
 		t.Errorf("event attributes %v", ev.Attributes)
 	}
-	if str(chats[2], tracing.KeyPrefixSystem) == str(chats[1], tracing.KeyPrefixSystem) {
-		t.Error("system hash did not change")
+	// The parts' hashes come with the break, and only with it.
+	parts := []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages}
+	for i, c := range chats {
+		for _, k := range parts {
+			v, ok := attr(c, k)
+			if i < 2 && ok {
+				t.Errorf("request %d: %s = %s without a cache break", i+1, k, v.Emit())
+			}
+			if i == 2 && !isHash(v.AsString()) {
+				t.Errorf("cache break: %s = %q, want 64 hex digits", k, v.AsString())
+			}
+		}
 	}
-	if str(chats[2], tracing.KeyPrefixTools) != str(chats[1], tracing.KeyPrefixTools) {
-		t.Error("tools hash changed")
+	if str(chats[2], tracing.KeyPrefixSystem) == str(chats[2], tracing.KeyPrefixTools) {
+		t.Error("the system and tools hashes are the same")
 	}
+}
+
+// isHash reports whether s is a SHA-256 in lower-case hex.
+func isHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func TestStreamingFirstChunkEvent(t *testing.T) {
@@ -833,45 +862,86 @@ func TestGlobalProviderDefault(t *testing.T) {
 	}
 }
 
+// langSmithTP is a TracerProvider that says whether its spans go to
+// LangSmith (tracing.LangSmithReporter).
+type langSmithTP struct {
+	*sdktrace.TracerProvider
+	sends bool
+}
+
+func (p langSmithTP) SendsToLangSmith() bool { return p.sends }
+
 // TestLangSmithMirrorOff checks that WithLangSmithMirror(false) leaves out
-// every langsmith.* key and keeps the GenAI keys they mirror.
+// every langsmith.* key and keeps the GenAI keys they mirror, and that
+// without the option a provider that says where its spans go decides (a
+// plain provider gets the mirrors), while the option wins over it.
 func TestLangSmithMirrorOff(t *testing.T) {
-	for _, mirror := range []bool{true, false} {
-		tp, sr := recorderTP(t)
-		ext := tracing.New(tracing.WithTracerProvider(tp), tracing.WithLangSmithMirror(mirror))
-		a := newAgentExt(t, ext, weatherScript)
-		if _, err := a.Run(context.Background(), "weather in Paris?"); err != nil {
-			t.Fatal(err)
-		}
-		all := spans(sr)
-		if len(all) != 4 {
-			t.Fatalf("%d spans", len(all))
-		}
-		for _, s := range all {
-			n := 0
-			for k := range attrs(s) {
-				if strings.HasPrefix(string(k), "langsmith.") {
-					n++
+	cases := []struct {
+		name     string
+		reporter bool // the provider is a LangSmithReporter
+		sends    bool // what it reports
+		opt      *bool
+		want     bool
+	}{
+		{name: "option on", opt: ptr(true), want: true},
+		{name: "option off", opt: ptr(false), want: false},
+		{name: "plain provider", want: true},
+		{name: "provider sends to LangSmith", reporter: true, sends: true, want: true},
+		{name: "provider sends elsewhere", reporter: true, sends: false, want: false},
+		{name: "option on over provider", reporter: true, sends: false, opt: ptr(true), want: true},
+		{name: "option off over provider", reporter: true, sends: true, opt: ptr(false), want: false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sdk, sr := recorderTP(t)
+			var tp trace.TracerProvider = sdk
+			if c.reporter {
+				tp = langSmithTP{sdk, c.sends}
+			}
+			opts := []tracing.Option{tracing.WithTracerProvider(tp)}
+			if c.opt != nil {
+				opts = append(opts, tracing.WithLangSmithMirror(*c.opt))
+			}
+			ext := tracing.New(opts...)
+			a := newAgentExt(t, ext, weatherScript)
+			if ext.Mirrors() != c.want {
+				t.Errorf("Mirrors() = %v, want %v", ext.Mirrors(), c.want)
+			}
+			if _, err := a.Run(context.Background(), "weather in Paris?"); err != nil {
+				t.Fatal(err)
+			}
+			all := spans(sr)
+			if len(all) != 4 {
+				t.Fatalf("%d spans", len(all))
+			}
+			for _, s := range all {
+				n := 0
+				for k := range attrs(s) {
+					if strings.HasPrefix(string(k), "langsmith.") {
+						n++
+					}
+				}
+				if c.want && n == 0 || !c.want && n > 0 {
+					t.Errorf("%s has %d langsmith.* attributes", s.Name(), n)
+				}
+				for _, k := range []attribute.Key{semconv.GenAIOperationNameKey, semconv.GenAIConversationIDKey} {
+					if _, ok := attr(s, k); !ok {
+						t.Errorf("%s has no %s", s.Name(), k)
+					}
 				}
 			}
-			if mirror && n == 0 || !mirror && n > 0 {
-				t.Errorf("mirror %v: %s has %d langsmith.* attributes", mirror, s.Name(), n)
-			}
-			for _, k := range []attribute.Key{semconv.GenAIOperationNameKey, semconv.GenAIConversationIDKey} {
-				if _, ok := attr(s, k); !ok {
-					t.Errorf("mirror %v: %s has no %s", mirror, s.Name(), k)
+			for _, ch := range byName(all, "chat m") {
+				for _, k := range []attribute.Key{semconv.GenAIProviderNameKey, semconv.GenAIUsageInputTokensKey, tracing.KeyPrefixKey} {
+					if _, ok := attr(ch, k); !ok {
+						t.Errorf("chat span has no %s", k)
+					}
 				}
 			}
-		}
-		for _, c := range byName(all, "chat m") {
-			for _, k := range []attribute.Key{semconv.GenAIProviderNameKey, semconv.GenAIUsageInputTokensKey, tracing.KeyPrefixKey} {
-				if _, ok := attr(c, k); !ok {
-					t.Errorf("mirror %v: chat span has no %s", mirror, k)
-				}
-			}
-		}
+		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // TestStartAttributes checks that the attributes a sampler or an OnStart
 // span processor may use are set at the span's start.
