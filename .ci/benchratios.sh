@@ -47,10 +47,12 @@ benches=(
 )
 
 # cpu BIN BENCH N: user+sys seconds of one run (GOMAXPROCS=1: one
-# goroutine's work, not the scheduler's spinning on idle cores)
+# goroutine's work, not the scheduler's spinning on idle cores), in
+# milliseconds from the shell's own timer (/usr/bin/time prints
+# hundredths only)
 cpu() {
-	local out
-	out="$({ GOMAXPROCS=1 /usr/bin/time -f "%U %S" "$bin/$1.test" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" >/dev/null; } 2>&1 | tail -1)"
+	local out TIMEFORMAT='%3U %3S'
+	out="$({ time GOMAXPROCS=1 "$bin/$1.test" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" >/dev/null 2>&1; } 2>&1 | tail -1)"
 	awk '{print $1 + $2}' <<<"$out"
 }
 

@@ -3,6 +3,7 @@ package traceview
 import (
 	"context"
 	"fmt"
+	"github.com/harnessx/harnessx/harness"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -158,6 +159,63 @@ func TestBrowserWaterfall(t *testing.T) {
 	// The first request breaks no cache: the key, without the parts.
 	if !strings.Contains(prefix, "key") || !strings.Contains(prefix, "no cache break") || strings.Contains(prefix, "system") {
 		t.Errorf("prefix key panel %q", prefix)
+	}
+}
+
+// newSystemAtStep2 gives the run's second model request another system
+// prompt: a cache break on the system part.
+type newSystemAtStep2 struct{}
+
+func (newSystemAtStep2) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
+	if req.Step == 2 {
+		req.System = "You are a verbose weather assistant."
+	}
+	return nil
+}
+
+// TestBrowserCacheBreak: the chat span whose request broke the prompt
+// cache shows the four part hashes, marks the changed one and says so;
+// the one before it shows the key alone.
+func TestBrowserCacheBreak(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "traces.jsonl")
+	recordRunWith(t, runSetup{path: file, agent: "weather", result: "Lisbon: 18°C",
+		opts: []harness.Option{harness.WithMiddleware(newSystemAtStep2{})}})
+	srv := httptest.NewServer(Handler(HandlerOptions{Sources: Sources{TraceFiles: []string{file}}}))
+	defer srv.Close()
+	ctx := browser(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(chromedp.Do(ctx, chromedp.Navigate(srv.URL)))
+	must(click(ctx, `#runs tbody tr`))
+	must(visible(ctx, `#waterfall .span-row`))
+	// Rows: the agent, the first chat, the tool, the second chat.
+	must(click(ctx, `#waterfall .span-row:nth-child(2)`))
+	must(visible(ctx, `#panel #prefix-key`))
+	first, err := text(ctx, `#panel #prefix-key`)
+	must(err)
+	if !strings.Contains(first, "no cache break") || strings.Contains(first, "system") {
+		t.Errorf("first request's prefix panel %q", first)
+	}
+	must(click(ctx, `#waterfall .span-row:nth-child(4)`))
+	must(waitFor(ctx, `document.querySelector('#panel #prefix-key') && document.querySelector('#panel #prefix-key').innerText.includes('system')`))
+	second, err := text(ctx, `#panel #prefix-key`)
+	must(err)
+	for _, want := range []string{"model", "tools", "system (changed: broke the cache)", "messages"} {
+		if !strings.Contains(second, want) {
+			t.Errorf("second request's prefix panel lacks %q:\n%s", want, second)
+		}
+	}
+	if strings.Contains(second, "no cache break") || strings.Contains(second, "tools (changed") {
+		t.Errorf("second request's prefix panel:\n%s", second)
+	}
+	note, err := text(ctx, `#panel p.changed`)
+	must(err)
+	if note != "cache break: system" {
+		t.Errorf("cache break note %q", note)
 	}
 }
 

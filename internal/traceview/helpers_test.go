@@ -42,6 +42,7 @@ type runSetup struct {
 	model               string                 // default scripted-model
 	script              []harnesstest.Response // default: a tool call, then an answer
 	mayFail             bool                   // a failed run is expected
+	opts                []harness.Option       // more agent options
 }
 
 func recordRunWith(t *testing.T, rs runSetup) {
@@ -76,13 +77,14 @@ func recordRunWith(t *testing.T, rs runSetup) {
 	if model == "" {
 		model = "scripted-model"
 	}
-	agent, err := harness.New(
+	agent, err := harness.New(append([]harness.Option{
 		harness.WithName(agentName),
 		harness.WithProvider(prov),
 		harness.WithModel(model),
 		harness.WithSystemPrompt("You are a concise weather assistant."),
 		harness.WithTools(tool),
 		harness.WithExtensions(append([]harness.Extension{tracing.New(tracing.WithTracerProvider(tp), tracing.WithMaxAttributeBytes(8<<20))}, rs.exts...)...),
+	}, rs.opts...)...,
 	)
 	if err != nil {
 		t.Fatal(err)
