@@ -5,6 +5,10 @@
 #
 #   BenchmarkRun / BenchmarkFloor                         (harness)
 #   (TracedRun - UntracedRun) / OTelFloor                 (extensions/tracing)
+#   (TracedRun - UntracedRun - OTelFloor) / OTelFloor     (the extension's own
+#       work beside the SDK's; OTelFloor replays the very spans of a traced
+#       run, so the ratio above is 1 plus this one)
+#   the same two without LangSmith's mirror attributes    (…NoMirror)
 #   FullStack spills-0 and spills-2000 / traced-only      (extensions/flight)
 #
 # CPU time per op is (CPU(N2) - CPU(N1)) / (N2 - N1): the process's user +
@@ -41,6 +45,8 @@ benches=(
 	"untraced tracing BenchmarkUntracedRun\$ 10000 50000"
 	"traced tracing BenchmarkTracedRun\$ 5000 25000"
 	"otelfloor tracing BenchmarkOTelFloor\$ 5000 25000"
+	"traced-nm tracing BenchmarkTracedRunNoMirror\$ 5000 25000"
+	"otelfloor-nm tracing BenchmarkOTelFloorNoMirror\$ 5000 25000"
 	"fs-traced flight BenchmarkFullStack\$/traced-only\$ 2000 10000"
 	"fs-spills0 flight BenchmarkFullStack\$/spills-0\$ 2000 10000"
 	"fs-spills2000 flight BenchmarkFullStack\$/spills-2000\$ 2000 10000"
@@ -107,6 +113,8 @@ done
 echo "ratios (median of the per-round ratios):"
 printf "  %-44s %s   (target <= 2.5)\n" "BenchmarkRun / BenchmarkFloor" "$(ratios run floor | median)"
 printf "  %-44s %s   (target <= 0.9)\n" "(TracedRun - UntracedRun) / OTelFloor" "$(ratios traced otelfloor untraced | median)"
+printf "  %-44s %s\n" "  own work: that minus 1" "$(ratios traced otelfloor untraced | median | awk '{printf "%.3f", $1 - 1}')"
+printf "  %-44s %s\n" "  without LangSmith's mirrors (NoMirror)" "$(ratios traced-nm otelfloor-nm untraced | median)"
 printf "  %-44s %s   (target <= 1.3)\n" "FullStack spills-0 / traced-only" "$(ratios fs-spills0 fs-traced | median)"
 printf "  %-44s %s   (target <= 1.3)\n" "FullStack spills-2000 / traced-only" "$(ratios fs-spills2000 fs-traced | median)"
 
