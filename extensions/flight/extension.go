@@ -73,6 +73,7 @@ type Extension struct {
 	ringFull  bool
 	evicted   uint64
 	scratch   []byte
+	enc       encCache // formats what consecutive events share
 	seq       uint64
 	journal   *recording.Journal
 	openErr   error
@@ -82,7 +83,8 @@ type Extension struct {
 	traces    map[trace.TraceID]struct{} // trace IDs of the recent runs
 	traceRing []trace.TraceID            // the same, oldest first from traceNext
 	traceNext int
-	traceCap  int      // maxTraces; smaller in tests
+	lastTrace trace.TraceID // the last one noted: most events repeat it
+	traceCap  int           // maxTraces; smaller in tests
 	lock      *os.File // holds the recording's lock while it is in use
 
 	ec        *harness.ExtensionContext
@@ -641,7 +643,7 @@ func (x *Extension) record(e *Event) {
 	if e.sc.IsValid() {
 		x.noteTraceLocked(e.sc.TraceID())
 	}
-	x.scratch = appendEvent(x.scratch[:0], e, x.red)
+	x.scratch = appendEventCached(x.scratch[:0], e, x.red, &x.enc)
 	if x.ringFull {
 		x.evicted++
 	}
@@ -659,6 +661,10 @@ func (x *Extension) record(e *Event) {
 // noteTraceLocked remembers id among the recent traces, forgetting the
 // oldest past maxTraces.
 func (x *Extension) noteTraceLocked(id trace.TraceID) {
+	if id == x.lastTrace {
+		return
+	}
+	x.lastTrace = id
 	if _, ok := x.traces[id]; ok {
 		return
 	}
