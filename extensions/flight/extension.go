@@ -85,7 +85,7 @@ type Extension struct {
 	traceNext int
 	lastTrace trace.TraceID // the last one noted: most events repeat it
 	traceCap  int           // maxTraces; smaller in tests
-	lock      *os.File // holds the recording's lock while it is in use
+	lock      *os.File      // holds the recording's lock while it is in use
 
 	ec        *harness.ExtensionContext
 	agentName string
