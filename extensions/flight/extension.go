@@ -102,6 +102,7 @@ type Extension struct {
 	spansDirty     atomic.Bool
 	artifactsDirty atomic.Bool
 	sessMu         sync.Mutex   // serializes session snapshots
+	sess           sessionCache // guarded by sessMu
 	sessAt         atomic.Int64 // when the last one started, Unix ns
 	turnAt         atomic.Int64 // when the last one at a turn's completion started
 	sessTook       atomic.Int64 // how long the last one took, ns

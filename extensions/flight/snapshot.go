@@ -173,16 +173,25 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 	if x.cfg.includeArtifacts {
 		found = x.queueSessionPart
 	}
+	if x.sess.unchanged(data) {
+		// What session.json holds already: nothing to redact or write.
+		x.sessTook.Store(int64(time.Since(time.Unix(0, x.sessAt.Load()))))
+		return
+	}
+	saved := data
 	data, err = sessionRefs(data, x.sums, found)
 	var red []byte
 	if err == nil {
-		red, err = x.red.JSON(data)
+		red, err = x.sess.redact(x.red, data)
 	}
 	if err == nil {
 		err = writeFileAtomic(filepath.Join(x.dir, recording.SessionSnapshot), red)
 	}
 	if err != nil {
+		x.sess.written(nil)
 		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
+	} else {
+		x.sess.written(saved)
 	}
 	if x.partsDirty.Load() {
 		x.kickSnapshot()
