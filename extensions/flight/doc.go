@@ -63,9 +63,8 @@
 // not change since the last one writes nothing, and one of a session that
 // changed redacts again only the top-level members of the saved session
 // (the messages, the extensions' states, …) whose JSON changed. A span
-// snapshot
-// costs what the spans that ended
-// since the previous one cost: it appends them as one OTLP JSON line (hex
+// snapshot costs what the spans that ended since the previous one cost:
+// it appends them as one OTLP JSON line (hex
 // IDs) to spans.jsonl, and rewrites spans.json with the whole span buffer
 // only when the log passes 8 MiB and at Close; readers merge the two,
 // each span once, and skip a torn last line. A turn's completion writes the
