@@ -16,6 +16,19 @@ import (
 // order, enum values as integers, trace and span IDs as lowercase hex.
 // Equal requests give equal bytes. The output has no trailing newline.
 func Marshal(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
+	if directEncoding {
+		e := encoder{out: make([]byte, 0, 4096)}
+		e.request(req)
+		if e.err != nil {
+			return nil, fmt.Errorf("otlpjson: %w", e.err)
+		}
+		return e.out, nil
+	}
+	return marshalProtojson(req)
+}
+
+// marshalProtojson is Marshal through protojson.
+func marshalProtojson(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
 	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("otlpjson: %w", err)
