@@ -68,11 +68,8 @@ type Extension struct {
 	registered   []spanProcessorRegistry // guarded by mu
 
 	mu        sync.Mutex // guards the fields below
-	ring      [][]byte
-	ringNext  int
-	ringFull  bool
+	ring      eventRing
 	evicted   uint64
-	scratch   []byte
 	enc       encCache // formats what consecutive events share
 	seq       uint64
 	journal   *recording.Journal
@@ -199,8 +196,7 @@ func New(opts ...Option) *Extension {
 		cfg:        c,
 		red:        NewRedactor(c.rules, c.redactFuncs...),
 		spans:      newSpanProcessor(c.spanCapacity),
-		ring:       make([][]byte, c.ringSize),
-		scratch:    make([]byte, 0, 4096),
+		ring:       newEventRing(c.ringSize),
 		traces:     map[trace.TraceID]struct{}{},
 		traceCap:   maxTraces,
 		snapKick:   make(chan struct{}, 1),
@@ -213,9 +209,6 @@ func New(opts ...Option) *Extension {
 		bundleStop: make(chan struct{}),
 		bundleDone: make(chan struct{}),
 		tokens:     float64(c.incidentRate),
-	}
-	for i := range x.ring {
-		x.ring[i] = make([]byte, 0, 512)
 	}
 	x.spans.setNotify(x.spanEnded)
 	return x
@@ -644,18 +637,12 @@ func (x *Extension) record(e *Event) {
 	if e.sc.IsValid() {
 		x.noteTraceLocked(e.sc.TraceID())
 	}
-	x.scratch = appendEventCached(x.scratch[:0], e, x.red, &x.enc)
-	if x.ringFull {
+	line, evicted := x.ring.add(func(dst []byte) []byte { return appendEventCached(dst, e, x.red, &x.enc) })
+	if evicted {
 		x.evicted++
 	}
-	x.ring[x.ringNext] = append(x.ring[x.ringNext][:0], x.scratch...)
-	x.ringNext++
-	if x.ringNext == len(x.ring) {
-		x.ringNext = 0
-		x.ringFull = true
-	}
 	if x.journal != nil {
-		x.journal.Append(x.scratch)
+		x.journal.Append(line)
 	}
 }
 
@@ -746,18 +733,7 @@ func (x *Extension) fail(err error) {
 func (x *Extension) eachRing(fn func(line []byte) bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.ringFull {
-		for _, l := range x.ring[x.ringNext:] {
-			if !fn(l) {
-				return
-			}
-		}
-	}
-	for _, l := range x.ring[:x.ringNext] {
-		if !fn(l) {
-			return
-		}
-	}
+	x.ring.each(fn)
 }
 
 // Events returns the events in the ring, oldest first.
