@@ -141,6 +141,30 @@ type encCache struct {
 	tid     trace.TraceID
 	tidOK   bool
 	tidHex  [32]byte
+	// The last agent, session ID and run ID (by keyed*), and their
+	// encoding with their keys.
+	keyed    [3]string
+	keyedEnc [3][]byte
+}
+
+// The strings of encCache.keyed.
+const (
+	keyedAgent = iota
+	keyedSession
+	keyedRun
+)
+
+// appendKeyed appends key and s as appendStr does without a redactor,
+// through the cached encoding of the last s of its kind k.
+func (c *encCache) appendKeyed(dst []byte, k int, key, s string) []byte {
+	if c == nil || s == "" || len(s) > 256 {
+		return appendStr(dst, key, s, nil)
+	}
+	if s != c.keyed[k] || c.keyedEnc[k] == nil {
+		c.keyedEnc[k] = appendStr(c.keyedEnc[k][:0], key, s, nil)
+		c.keyed[k] = s
+	}
+	return append(dst, c.keyedEnc[k]...)
 }
 
 // appendTime appends t as time.RFC3339Nano in UTC, as
@@ -195,9 +219,9 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	dst = c.appendTime(dst, e.Time)
 	dst = append(dst, `","kind":`...)
 	dst = jsonenc.AppendString(dst, string(e.Kind))
-	dst = appendStr(dst, `,"agent":`, e.Agent, nil)
-	dst = appendStr(dst, `,"session_id":`, e.SessionID, nil)
-	dst = appendStr(dst, `,"run_id":`, e.RunID, nil)
+	dst = c.appendKeyed(dst, keyedAgent, `,"agent":`, e.Agent)
+	dst = c.appendKeyed(dst, keyedSession, `,"session_id":`, e.SessionID)
+	dst = c.appendKeyed(dst, keyedRun, `,"run_id":`, e.RunID)
 	dst = appendInt(dst, `,"step":`, int64(e.Step))
 	dst = appendInt(dst, `,"attempt":`, int64(e.Attempt))
 	if e.TraceID == "" && e.sc.IsValid() {

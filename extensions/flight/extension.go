@@ -312,13 +312,12 @@ func dirName(id string) string {
 // loses none: usually the snapshotter copied them while the run went on,
 // and this costs nothing.
 func (x *Extension) OnTurnComplete(ctx context.Context, ec *harness.ExtensionContext, _ *harness.RunResult) {
-	ctx = context.WithoutCancel(ctx)
 	if x.cfg.includeArtifacts {
-		x.syncArtifacts(ctx)
+		x.syncArtifacts(context.WithoutCancel(ctx))
 		x.syncParts()
 	}
 	if time.Duration(x.sessTook.Load()) < syncSessionBudget && x.turnSnapshotDue() {
-		x.snapshotSession(ctx)
+		x.snapshotSession(context.WithoutCancel(ctx))
 		return
 	}
 	x.sessionDirty.Store(true)
@@ -550,8 +549,15 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 // recordExtensionError records an extension failure found in err, once
 // per run: at the error event, or at run end when no error event came.
 func (x *Extension) recordExtensionError(ev *harness.Event, err error) {
+	if err == nil {
+		return // before xe, which escapes: no allocation for a run without error
+	}
+	x.recordExtensionErrorOf(ev, err)
+}
+
+func (x *Extension) recordExtensionErrorOf(ev *harness.Event, err error) {
 	var xe *harness.ExtensionError
-	if err == nil || !errors.As(err, &xe) {
+	if !errors.As(err, &xe) {
 		return
 	}
 	if ev.Type == harness.EventRunEnd && x.sawExtensionError(ev.RunID) {

@@ -135,8 +135,10 @@ func TestEncCache(t *testing.T) {
 		}
 	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}})
-	e := Event{Seq: 3, Time: base, Kind: KindToolCall, sc: sc, Text: "x"}
-	if got, want := string(appendEventCached(nil, &e, nil, &c)), string(appendEvent(nil, &e, nil)); got != want {
-		t.Fatalf("cached\n%s\nuncached\n%s", got, want)
+	for i, ids := range [][3]string{{"a", "s", "r"}, {"a", "s", "r"}, {"a", "s", "r2"}, {"", "s", ""}, {"b\"<é", "s", "r"}, {"a", strings.Repeat("s", 300), "r"}, {"a", "s", "r"}} {
+		e := Event{Seq: uint64(i), Time: base, Kind: KindToolCall, sc: sc, Text: "x", Agent: ids[0], SessionID: ids[1], RunID: ids[2]}
+		if got, want := string(appendEventCached(nil, &e, nil, &c)), string(appendEvent(nil, &e, nil)); got != want {
+			t.Fatalf("cached\n%s\nuncached\n%s", got, want)
+		}
 	}
 }
