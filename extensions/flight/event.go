@@ -170,14 +170,17 @@ func (c *encCache) appendKeyed(dst []byte, k int, key, s string) []byte {
 // appendTime appends t as time.RFC3339Nano in UTC, as
 // t.UTC().AppendFormat(dst, time.RFC3339Nano) does.
 func (c *encCache) appendTime(dst []byte, t time.Time) []byte {
-	t = t.UTC()
-	if c == nil || t.Year() < 1000 || t.Year() > 9999 {
-		return t.AppendFormat(dst, time.RFC3339Nano)
+	// Years 1000 to 9999 (four digits): 1000-01-01T00:00:00Z to
+	// 9999-12-31T23:59:59Z in Unix seconds.
+	const minSec, maxSec = -30610224000, 253402300799
+	sec := t.Unix()
+	if c == nil || sec < minSec || sec > maxSec {
+		return t.UTC().AppendFormat(dst, time.RFC3339Nano)
 	}
-	if sec := t.Unix(); !c.secOK || sec != c.sec {
-		b := t.AppendFormat(c.secText[:0], "2006-01-02T15:04:05")
+	if !c.secOK || sec != c.sec {
+		b := t.UTC().AppendFormat(c.secText[:0], "2006-01-02T15:04:05")
 		if len(b) != len(c.secText) {
-			return t.AppendFormat(dst, time.RFC3339Nano)
+			return t.UTC().AppendFormat(dst, time.RFC3339Nano)
 		}
 		c.sec, c.secOK = sec, true
 	}

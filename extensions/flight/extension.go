@@ -755,7 +755,9 @@ func (x *Extension) Events() []Event {
 }
 
 func (x *Extension) spanEnded() {
-	x.spansDirty.Store(true)
+	if !x.spansDirty.Load() {
+		x.spansDirty.Store(true)
+	}
 	x.kickLater()
 }
 

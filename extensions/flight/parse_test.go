@@ -129,7 +129,10 @@ func TestEncCache(t *testing.T) {
 			t.Fatalf("trace ID: got %s, want %s", got, want)
 		}
 	}
-	for _, tm := range []time.Time{{}, time.Date(12000, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(999, 1, 1, 0, 0, 0, 0, time.UTC)} {
+	for _, tm := range []time.Time{{}, time.Date(12000, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(999, 12, 31, 23, 59, 59, 9, time.UTC),
+		time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1000, 1, 1, 0, 30, 0, 0, time.FixedZone("e", 3600)),
+		time.Date(9999, 12, 31, 23, 30, 0, 0, time.FixedZone("w", -3600))} {
 		if got, want := string(c.appendTime(nil, tm)), tm.UTC().Format(time.RFC3339Nano); got != want {
 			t.Fatalf("time %v: got %s, want %s", tm, got, want)
 		}
