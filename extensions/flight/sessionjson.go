@@ -16,7 +16,7 @@ import (
 // [Redactor.JSON] of the whole document. It belongs to the session
 // snapshots (guarded by Extension.sessMu).
 type sessionCache struct {
-	last    []byte // the data of the last snapshot written
+	last    []byte // the data of the last snapshot written (media by reference: small)
 	members map[string]sessionMember
 }
 

@@ -173,13 +173,15 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 	if x.cfg.includeArtifacts {
 		found = x.queueSessionPart
 	}
-	if x.sess.unchanged(data) {
+	data, err = sessionRefs(data, x.sums, found)
+	if err == nil && x.sess.unchanged(data) {
 		// What session.json holds already: nothing to redact or write.
+		if x.partsDirty.Load() {
+			x.kickSnapshot()
+		}
 		x.sessTook.Store(int64(time.Since(time.Unix(0, x.sessAt.Load()))))
 		return
 	}
-	saved := data
-	data, err = sessionRefs(data, x.sums, found)
 	var red []byte
 	if err == nil {
 		red, err = x.sess.redact(x.red, data)
@@ -191,7 +193,7 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 		x.sess.written(nil)
 		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
 	} else {
-		x.sess.written(saved)
+		x.sess.written(data)
 	}
 	if x.partsDirty.Load() {
 		x.kickSnapshot()
