@@ -176,10 +176,11 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 	data, err = sessionRefs(data, x.sums, found)
 	if err == nil && x.sess.unchanged(data) {
 		// What session.json holds already: nothing to redact or write.
+		// sessTook keeps the cost of the last snapshot written, which a
+		// changed session's next one will have.
 		if x.partsDirty.Load() {
 			x.kickSnapshot()
 		}
-		x.sessTook.Store(int64(time.Since(time.Unix(0, x.sessAt.Load()))))
 		return
 	}
 	var red []byte
