@@ -511,7 +511,11 @@ func (a *Agent) finish(ctx context.Context, res *RunResult, msgStart int, err er
 		}
 	}
 	if len(s.hooks[EventRunEnd]) > 0 {
-		a.emit(context.WithoutCancel(ctx), s, &Event{Type: EventRunEnd, RunID: res.RunID, Step: res.Steps, Result: res, Err: res.Err})
+		ectx := ctx
+		if ctx.Done() != nil { // as above: and a value lookup through the shield allocates
+			ectx = context.WithoutCancel(ctx)
+		}
+		a.emit(ectx, s, &Event{Type: EventRunEnd, RunID: res.RunID, Step: res.Steps, Result: res, Err: res.Err})
 	}
 	return res
 }

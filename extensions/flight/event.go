@@ -127,21 +127,110 @@ func (e *Event) IsFailure() bool {
 // with the struct tags of Event, and does not allocate when dst has room
 // and nothing is redacted.
 func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
+	return appendEventCached(dst, e, red, nil)
+}
+
+// encCache keeps what consecutive events share, so that the recorder's
+// hot path formats it once: the text of the current second and the hex of
+// the current trace ID. The zero value is ready; it is not safe for
+// concurrent use.
+type encCache struct {
+	sec     int64 // Unix second of secText, when secOK
+	secOK   bool
+	secText [19]byte // 2006-01-02T15:04:05
+	tid     trace.TraceID
+	tidOK   bool
+	tidHex  [32]byte
+	// The last agent, session ID and run ID (by keyed*), and their
+	// encoding with their keys.
+	keyed    [3]string
+	keyedEnc [3][]byte
+}
+
+// The strings of encCache.keyed.
+const (
+	keyedAgent = iota
+	keyedSession
+	keyedRun
+)
+
+// appendKeyed appends key and s as appendStr does without a redactor,
+// through the cached encoding of the last s of its kind k.
+func (c *encCache) appendKeyed(dst []byte, k int, key, s string) []byte {
+	if c == nil || s == "" || len(s) > 256 {
+		return appendStr(dst, key, s, nil)
+	}
+	if s != c.keyed[k] || c.keyedEnc[k] == nil {
+		c.keyedEnc[k] = appendStr(c.keyedEnc[k][:0], key, s, nil)
+		c.keyed[k] = s
+	}
+	return append(dst, c.keyedEnc[k]...)
+}
+
+// appendTime appends t as time.RFC3339Nano in UTC, as
+// t.UTC().AppendFormat(dst, time.RFC3339Nano) does.
+func (c *encCache) appendTime(dst []byte, t time.Time) []byte {
+	// Years 1000 to 9999 (four digits): 1000-01-01T00:00:00Z to
+	// 9999-12-31T23:59:59Z in Unix seconds.
+	const minSec, maxSec = -30610224000, 253402300799
+	sec := t.Unix()
+	if c == nil || sec < minSec || sec > maxSec {
+		return t.UTC().AppendFormat(dst, time.RFC3339Nano)
+	}
+	if !c.secOK || sec != c.sec {
+		b := t.UTC().AppendFormat(c.secText[:0], "2006-01-02T15:04:05")
+		if len(b) != len(c.secText) {
+			return t.UTC().AppendFormat(dst, time.RFC3339Nano)
+		}
+		c.sec, c.secOK = sec, true
+	}
+	dst = append(dst, c.secText[:]...)
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i >= 1; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		dst = append(dst, frac[:n]...)
+	}
+	return append(dst, 'Z')
+}
+
+// appendTraceID appends the hex of id.
+func (c *encCache) appendTraceID(dst []byte, id trace.TraceID) []byte {
+	if c == nil {
+		return hex.AppendEncode(dst, id[:])
+	}
+	if !c.tidOK || id != c.tid {
+		hex.Encode(c.tidHex[:], id[:])
+		c.tid, c.tidOK = id, true
+	}
+	return append(dst, c.tidHex[:]...)
+}
+
+// appendEventCached is appendEvent with the shared parts formatted
+// through c (nil formats everything).
+func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendUint(dst, e.Seq, 10)
 	dst = append(dst, `,"time":"`...)
-	dst = e.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = c.appendTime(dst, e.Time)
 	dst = append(dst, `","kind":`...)
 	dst = jsonenc.AppendString(dst, string(e.Kind))
-	dst = appendStr(dst, `,"agent":`, e.Agent, nil)
-	dst = appendStr(dst, `,"session_id":`, e.SessionID, nil)
-	dst = appendStr(dst, `,"run_id":`, e.RunID, nil)
+	dst = c.appendKeyed(dst, keyedAgent, `,"agent":`, e.Agent)
+	dst = c.appendKeyed(dst, keyedSession, `,"session_id":`, e.SessionID)
+	dst = c.appendKeyed(dst, keyedRun, `,"run_id":`, e.RunID)
 	dst = appendInt(dst, `,"step":`, int64(e.Step))
 	dst = appendInt(dst, `,"attempt":`, int64(e.Attempt))
 	if e.TraceID == "" && e.sc.IsValid() {
 		tid, sid := e.sc.TraceID(), e.sc.SpanID()
 		dst = append(dst, `,"trace_id":"`...)
-		dst = hex.AppendEncode(dst, tid[:])
+		dst = c.appendTraceID(dst, tid)
 		dst = append(dst, `","span_id":"`...)
 		dst = hex.AppendEncode(dst, sid[:])
 		dst = append(dst, '"')

@@ -68,11 +68,9 @@ type Extension struct {
 	registered   []spanProcessorRegistry // guarded by mu
 
 	mu        sync.Mutex // guards the fields below
-	ring      [][]byte
-	ringNext  int
-	ringFull  bool
+	ring      eventRing
 	evicted   uint64
-	scratch   []byte
+	enc       encCache // formats what consecutive events share
 	seq       uint64
 	journal   *recording.Journal
 	openErr   error
@@ -82,8 +80,9 @@ type Extension struct {
 	traces    map[trace.TraceID]struct{} // trace IDs of the recent runs
 	traceRing []trace.TraceID            // the same, oldest first from traceNext
 	traceNext int
-	traceCap  int      // maxTraces; smaller in tests
-	lock      *os.File // holds the recording's lock while it is in use
+	lastTrace trace.TraceID // the last one noted: most events repeat it
+	traceCap  int           // maxTraces; smaller in tests
+	lock      *os.File      // holds the recording's lock while it is in use
 
 	ec        *harness.ExtensionContext
 	agentName string
@@ -100,6 +99,7 @@ type Extension struct {
 	spansDirty     atomic.Bool
 	artifactsDirty atomic.Bool
 	sessMu         sync.Mutex   // serializes session snapshots
+	sess           sessionCache // guarded by sessMu
 	sessAt         atomic.Int64 // when the last one started, Unix ns
 	turnAt         atomic.Int64 // when the last one at a turn's completion started
 	sessTook       atomic.Int64 // how long the last one took, ns
@@ -196,8 +196,7 @@ func New(opts ...Option) *Extension {
 		cfg:        c,
 		red:        NewRedactor(c.rules, c.redactFuncs...),
 		spans:      newSpanProcessor(c.spanCapacity),
-		ring:       make([][]byte, c.ringSize),
-		scratch:    make([]byte, 0, 4096),
+		ring:       newEventRing(c.ringSize),
 		traces:     map[trace.TraceID]struct{}{},
 		traceCap:   maxTraces,
 		snapKick:   make(chan struct{}, 1),
@@ -210,9 +209,6 @@ func New(opts ...Option) *Extension {
 		bundleStop: make(chan struct{}),
 		bundleDone: make(chan struct{}),
 		tokens:     float64(c.incidentRate),
-	}
-	for i := range x.ring {
-		x.ring[i] = make([]byte, 0, 512)
 	}
 	x.spans.setNotify(x.spanEnded)
 	return x
@@ -316,13 +312,12 @@ func dirName(id string) string {
 // loses none: usually the snapshotter copied them while the run went on,
 // and this costs nothing.
 func (x *Extension) OnTurnComplete(ctx context.Context, ec *harness.ExtensionContext, _ *harness.RunResult) {
-	ctx = context.WithoutCancel(ctx)
 	if x.cfg.includeArtifacts {
-		x.syncArtifacts(ctx)
+		x.syncArtifacts(context.WithoutCancel(ctx))
 		x.syncParts()
 	}
 	if time.Duration(x.sessTook.Load()) < syncSessionBudget && x.turnSnapshotDue() {
-		x.snapshotSession(ctx)
+		x.snapshotSession(context.WithoutCancel(ctx))
 		return
 	}
 	x.sessionDirty.Store(true)
@@ -554,8 +549,15 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 // recordExtensionError records an extension failure found in err, once
 // per run: at the error event, or at run end when no error event came.
 func (x *Extension) recordExtensionError(ev *harness.Event, err error) {
+	if err == nil {
+		return // before xe, which escapes: no allocation for a run without error
+	}
+	x.recordExtensionErrorOf(ev, err)
+}
+
+func (x *Extension) recordExtensionErrorOf(ev *harness.Event, err error) {
 	var xe *harness.ExtensionError
-	if err == nil || !errors.As(err, &xe) {
+	if !errors.As(err, &xe) {
 		return
 	}
 	if ev.Type == harness.EventRunEnd && x.sawExtensionError(ev.RunID) {
@@ -641,24 +643,22 @@ func (x *Extension) record(e *Event) {
 	if e.sc.IsValid() {
 		x.noteTraceLocked(e.sc.TraceID())
 	}
-	x.scratch = appendEvent(x.scratch[:0], e, x.red)
-	if x.ringFull {
+	line, evicted := x.ring.add(func(dst []byte) []byte { return appendEventCached(dst, e, x.red, &x.enc) })
+	if evicted {
 		x.evicted++
 	}
-	x.ring[x.ringNext] = append(x.ring[x.ringNext][:0], x.scratch...)
-	x.ringNext++
-	if x.ringNext == len(x.ring) {
-		x.ringNext = 0
-		x.ringFull = true
-	}
 	if x.journal != nil {
-		x.journal.Append(x.scratch)
+		x.journal.Append(line)
 	}
 }
 
 // noteTraceLocked remembers id among the recent traces, forgetting the
 // oldest past maxTraces.
 func (x *Extension) noteTraceLocked(id trace.TraceID) {
+	if id == x.lastTrace {
+		return
+	}
+	x.lastTrace = id
 	if _, ok := x.traces[id]; ok {
 		return
 	}
@@ -739,18 +739,7 @@ func (x *Extension) fail(err error) {
 func (x *Extension) eachRing(fn func(line []byte) bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.ringFull {
-		for _, l := range x.ring[x.ringNext:] {
-			if !fn(l) {
-				return
-			}
-		}
-	}
-	for _, l := range x.ring[:x.ringNext] {
-		if !fn(l) {
-			return
-		}
-	}
+	x.ring.each(fn)
 }
 
 // Events returns the events in the ring, oldest first.
@@ -766,7 +755,9 @@ func (x *Extension) Events() []Event {
 }
 
 func (x *Extension) spanEnded() {
-	x.spansDirty.Store(true)
+	if !x.spansDirty.Load() {
+		x.spansDirty.Store(true)
+	}
 	x.kickLater()
 }
 

@@ -54,18 +54,14 @@ func (x *Extension) capture(reason, runID string) *bundleJob {
 	if runID == "" {
 		job.dropped = x.evicted
 	}
-	var order [][]byte
-	if x.ringFull {
-		order = append(order, x.ring[x.ringNext:]...)
-	}
-	order = append(order, x.ring[:x.ringNext]...)
 	var idx [][]byte
-	for _, l := range order {
+	x.ring.each(func(l []byte) bool {
 		if len(l) > 0 && (needle == nil || bytes.Contains(l, needle)) {
 			idx = append(idx, l)
 			size += len(l)
 		}
-	}
+		return true
+	})
 	buf := make([]byte, 0, size)
 	for _, l := range idx {
 		start := len(buf)

@@ -1,11 +1,14 @@
 package flight
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // FuzzParseEvent checks that the fast decoder agrees with encoding/json
@@ -104,5 +107,41 @@ func TestPartsRoundTrip(t *testing.T) {
 	e.Parts[0].Name = "sk-ant-api03-" + strings.Repeat("x", 40) + ".png"
 	if line := appendEvent(nil, &e, red); strings.Contains(string(line), "api03") {
 		t.Errorf("part name not redacted: %s", line)
+	}
+}
+
+// TestEncCache checks that the recorder's cached formatting of times and
+// trace IDs writes what the uncached encoding writes, across seconds,
+// trace changes and fractions with trailing zeros.
+func TestEncCache(t *testing.T) {
+	var c encCache
+	base := time.Date(2026, 12, 2, 9, 40, 44, 729733638, time.FixedZone("x", 3600))
+	nanos := []int{0, 1, 10, 100, 999999999, 500000000, 729733638, 729733600, 120000000}
+	tids := []trace.TraceID{{1, 2, 3}, {1, 2, 3}, {0xff, 0xee}}
+	for i := 0; i < 200; i++ {
+		tm := base.Add(time.Duration(i) * 337 * time.Millisecond)
+		tm = time.Date(tm.Year(), tm.Month(), tm.Day(), tm.Hour(), tm.Minute(), tm.Second(), nanos[i%len(nanos)], tm.Location())
+		if got, want := string(c.appendTime(nil, tm)), tm.UTC().Format(time.RFC3339Nano); got != want {
+			t.Fatalf("time %v: got %s, want %s", tm, got, want)
+		}
+		tid := tids[i%len(tids)]
+		if got, want := string(c.appendTraceID(nil, tid)), hex.EncodeToString(tid[:]); got != want {
+			t.Fatalf("trace ID: got %s, want %s", got, want)
+		}
+	}
+	for _, tm := range []time.Time{{}, time.Date(12000, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(999, 12, 31, 23, 59, 59, 9, time.UTC),
+		time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1000, 1, 1, 0, 30, 0, 0, time.FixedZone("e", 3600)),
+		time.Date(9999, 12, 31, 23, 30, 0, 0, time.FixedZone("w", -3600))} {
+		if got, want := string(c.appendTime(nil, tm)), tm.UTC().Format(time.RFC3339Nano); got != want {
+			t.Fatalf("time %v: got %s, want %s", tm, got, want)
+		}
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}})
+	for i, ids := range [][3]string{{"a", "s", "r"}, {"a", "s", "r"}, {"a", "s", "r2"}, {"", "s", ""}, {"b\"<é", "s", "r"}, {"a", strings.Repeat("s", 300), "r"}, {"a", "s", "r"}} {
+		e := Event{Seq: uint64(i), Time: base, Kind: KindToolCall, sc: sc, Text: "x", Agent: ids[0], SessionID: ids[1], RunID: ids[2]}
+		if got, want := string(appendEventCached(nil, &e, nil, &c)), string(appendEvent(nil, &e, nil)); got != want {
+			t.Fatalf("cached\n%s\nuncached\n%s", got, want)
+		}
 	}
 }

@@ -174,15 +174,27 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 		found = x.queueSessionPart
 	}
 	data, err = sessionRefs(data, x.sums, found)
+	if err == nil && x.sess.unchanged(data) {
+		// What session.json holds already: nothing to redact or write.
+		// sessTook keeps the cost of the last snapshot written, which a
+		// changed session's next one will have.
+		if x.partsDirty.Load() {
+			x.kickSnapshot()
+		}
+		return
+	}
 	var red []byte
 	if err == nil {
-		red, err = x.red.JSON(data)
+		red, err = x.sess.redact(x.red, data)
 	}
 	if err == nil {
 		err = writeFileAtomic(filepath.Join(x.dir, recording.SessionSnapshot), red)
 	}
 	if err != nil {
+		x.sess.written(nil)
 		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
+	} else {
+		x.sess.written(data)
 	}
 	if x.partsDirty.Load() {
 		x.kickSnapshot()

@@ -9,6 +9,7 @@ import (
 	"github.com/harnessx/harnessx/internal/otlpspans"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 )
 
@@ -25,6 +26,7 @@ type SpanProcessor struct {
 	mu      sync.Mutex
 	buf     []sdktrace.ReadOnlySpan // ring
 	seqs    []uint64                // seqs[i] numbers buf[i]: 1, 2, … in the order spans ended
+	ids     []spanKey               // ids[i] identifies buf[i], for recentLocked
 	seq     uint64                  // the number of the last span kept
 	next    int
 	full    bool
@@ -40,7 +42,13 @@ func newSpanProcessor(capacity int) *SpanProcessor {
 	if capacity <= 0 {
 		capacity = 2048
 	}
-	return &SpanProcessor{buf: make([]sdktrace.ReadOnlySpan, capacity), seqs: make([]uint64, capacity)}
+	return &SpanProcessor{buf: make([]sdktrace.ReadOnlySpan, capacity), seqs: make([]uint64, capacity), ids: make([]spanKey, capacity)}
+}
+
+// spanKey identifies a span: its trace ID and span ID.
+type spanKey struct {
+	trace trace.TraceID
+	span  trace.SpanID
 }
 
 // OnStart does nothing.
@@ -50,8 +58,10 @@ func (p *SpanProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 // given twice in a row (the processor registered twice on one provider,
 // by hand and by the recorder) is kept once.
 func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	sc := s.SpanContext()
+	id := spanKey{sc.TraceID(), sc.SpanID()}
 	p.mu.Lock()
-	if p.recentLocked(s) {
+	if p.recentLocked(id) {
 		p.mu.Unlock()
 		return
 	}
@@ -59,7 +69,7 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		p.dropped++
 	}
 	p.seq++
-	p.buf[p.next], p.seqs[p.next] = s, p.seq
+	p.buf[p.next], p.seqs[p.next], p.ids[p.next] = s, p.seq, id
 	p.next++
 	if p.next == len(p.buf) {
 		p.next, p.full = 0, true
@@ -76,9 +86,9 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 // processor registered twice.
 const recentDepth = 8
 
-// recentLocked reports whether s is one of the latest spans kept.
-func (p *SpanProcessor) recentLocked(s sdktrace.ReadOnlySpan) bool {
-	sc := s.SpanContext()
+// recentLocked reports whether the span id is one of the latest spans
+// kept.
+func (p *SpanProcessor) recentLocked(id spanKey) bool {
 	n := len(p.buf)
 	for k := 1; k <= recentDepth && k <= n; k++ {
 		i := p.next - k
@@ -88,7 +98,7 @@ func (p *SpanProcessor) recentLocked(s sdktrace.ReadOnlySpan) bool {
 			}
 			i += n
 		}
-		if q := p.buf[i]; q != nil && q.SpanContext().SpanID() == sc.SpanID() && q.SpanContext().TraceID() == sc.TraceID() {
+		if p.buf[i] != nil && p.ids[i] == id {
 			return true
 		}
 	}

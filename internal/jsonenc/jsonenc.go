@@ -1,6 +1,10 @@
 package jsonenc
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+	"unsafe"
+)
 
 const hexDigits = "0123456789abcdef"
 
@@ -19,7 +23,16 @@ var safe = func() (t [utf8.RuneSelf]bool) {
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
 	for i := 0; i < len(s); {
+		// Eight plain ASCII bytes at a time: no control byte, quote,
+		// backslash or non-ASCII byte among them.
+		for i+8 <= len(b) && plain8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if safe[c] {
@@ -64,4 +77,22 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plain8 reports whether the 8 bytes of w are ASCII bytes
+// that AppendString copies as they are: none below 0x20, none 0x80 or
+// above, no quote and no backslash. The tests for a zero byte and for a
+// byte below n are the classic word-at-a-time ones (exact as to whether
+// such a byte exists, for bytes below 0x80).
+func plain8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	if w&highs != 0 {
+		return false
+	}
+	below := (w - 0x20*ones) &^ w
+	q := w ^ '"'*ones
+	quote := (q - ones) &^ q
+	b := w ^ '\\'*ones
+	bslash := (b - ones) &^ b
+	return (below|quote|bslash)&highs == 0
 }

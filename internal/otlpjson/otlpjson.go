@@ -16,36 +16,48 @@ import (
 // order, enum values as integers, trace and span IDs as lowercase hex.
 // Equal requests give equal bytes. The output has no trailing newline.
 func Marshal(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
+	if directEncoding {
+		e := encoder{out: make([]byte, 0, 4096)}
+		e.request(req)
+		if e.err != nil {
+			return nil, fmt.Errorf("otlpjson: %w", e.err)
+		}
+		return e.out, nil
+	}
+	return marshalProtojson(req)
+}
+
+// marshalProtojson is Marshal through protojson.
+func marshalProtojson(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
 	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("otlpjson: %w", err)
 	}
 	// protojson varies its whitespace from build to build on purpose:
-	// compact it so that equal requests give equal bytes.
-	var buf bytes.Buffer
-	buf.Grow(len(raw))
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, fmt.Errorf("otlpjson: %w", err)
-	}
-	out, err := hexIDs(buf.Bytes())
+	// compact it (in the same pass as the IDs) so that equal requests
+	// give equal bytes.
+	out, err := hexIDs(raw)
 	if err != nil {
 		return nil, fmt.Errorf("otlpjson: %w", err)
 	}
 	return out, nil
 }
 
-// hexIDs rewrites, in compact JSON, the base64 values of the object keys
+// hexIDs compacts valid JSON (drops the whitespace outside strings, as
+// json.Compact does) and rewrites the base64 values of the object keys
 // traceId, spanId and parentSpanId as hex. In an ExportTraceServiceRequest
 // only span and link IDs have these keys (attribute names are values of
 // "key", not keys). It scans the bytes once, tracking strings, so that no
-// string content is mistaken for a key.
+// string content is mistaken for a key or for whitespace.
 func hexIDs(in []byte) ([]byte, error) {
 	out := make([]byte, 0, len(in)+len(in)/16)
 	i := 0
 	for i < len(in) {
 		c := in[i]
 		if c != '"' {
-			out = append(out, c)
+			if c != ' ' && c != '\n' && c != '\t' && c != '\r' {
+				out = append(out, c)
+			}
 			i++
 			continue
 		}
@@ -64,15 +76,23 @@ func hexIDs(in []byte) ([]byte, error) {
 		out = append(out, str...)
 		i = j + 1
 		// A key among the IDs, followed by a string value?
-		if i+1 < len(in) && in[i] == ':' && in[i+1] == '"' && isIDKey(str) {
-			k := i + 2
+		if !isIDKey(str) {
+			continue
+		}
+		v := skipSpace(in, i)
+		if v >= len(in) || in[v] != ':' {
+			continue
+		}
+		v = skipSpace(in, v+1)
+		if v < len(in) && in[v] == '"' {
+			k := v + 1
 			for k < len(in) && in[k] != '"' {
 				k++
 			}
 			if k >= len(in) {
 				return nil, errors.New("unterminated string")
 			}
-			id, err := base64.StdEncoding.DecodeString(string(in[i+2 : k]))
+			id, err := base64.StdEncoding.DecodeString(string(in[v+1 : k]))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", str, err)
 			}
@@ -83,6 +103,15 @@ func hexIDs(in []byte) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// skipSpace returns the index of the first byte of in at or after i that
+// is not JSON whitespace.
+func skipSpace(in []byte, i int) int {
+	for i < len(in) && (in[i] == ' ' || in[i] == '\n' || in[i] == '\t' || in[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 func isIDKey(quoted []byte) bool {
