@@ -138,16 +138,34 @@ func (e *encoder) idField(first *bool, name string, id []byte) {
 func (e *encoder) request(r *coltracepb.ExportTraceServiceRequest) {
 	e.out = append(e.out, '{')
 	first := true
-	if len(r.ResourceSpans) > 0 {
-		e.key(&first, "resourceSpans")
-		e.out = append(e.out, '[')
-		for i, rs := range r.ResourceSpans {
-			if i > 0 {
-				e.out = append(e.out, ',')
-			}
-			e.resourceSpans(rs)
+	list(e, &first, "resourceSpans", r.ResourceSpans, e.resourceSpans)
+	e.out = append(e.out, '}')
+}
+
+// list writes the member name with the JSON array of items, each written
+// by elem; nothing when items is empty (protojson leaves empty lists out).
+func list[T any](e *encoder, first *bool, name string, items []T, elem func(T)) {
+	if len(items) == 0 {
+		return
+	}
+	e.key(first, name)
+	e.out = append(e.out, '[')
+	for i, it := range items {
+		if i > 0 {
+			e.out = append(e.out, ',')
 		}
-		e.out = append(e.out, ']')
+		elem(it)
+	}
+	e.out = append(e.out, ']')
+}
+
+// object writes a JSON object whose members fields writes; with notNil
+// false (a nil message) the object is empty.
+func (e *encoder) object(notNil bool, fields func(first *bool)) {
+	e.out = append(e.out, '{')
+	if notNil {
+		first := true
+		fields(&first)
 	}
 	e.out = append(e.out, '}')
 }
@@ -160,17 +178,7 @@ func (e *encoder) resourceSpans(rs *tracepb.ResourceSpans) {
 			e.key(&first, "resource")
 			e.resource(rs.Resource)
 		}
-		if len(rs.ScopeSpans) > 0 {
-			e.key(&first, "scopeSpans")
-			e.out = append(e.out, '[')
-			for i, ss := range rs.ScopeSpans {
-				if i > 0 {
-					e.out = append(e.out, ',')
-				}
-				e.scopeSpans(ss)
-			}
-			e.out = append(e.out, ']')
-		}
+		list(e, &first, "scopeSpans", rs.ScopeSpans, e.scopeSpans)
 		e.strField(&first, "schemaUrl", rs.SchemaUrl)
 	}
 	e.out = append(e.out, '}')
@@ -181,41 +189,15 @@ func (e *encoder) resource(r *resourcepb.Resource) {
 	first := true
 	e.attrs(&first, "attributes", r.Attributes)
 	e.uint32Field(&first, "droppedAttributesCount", r.DroppedAttributesCount)
-	if len(r.EntityRefs) > 0 {
-		e.key(&first, "entityRefs")
-		e.out = append(e.out, '[')
-		for i, er := range r.EntityRefs {
-			if i > 0 {
-				e.out = append(e.out, ',')
-			}
-			e.out = append(e.out, '{')
-			if er != nil {
-				f := true
-				e.strField(&f, "schemaUrl", er.SchemaUrl)
-				e.strField(&f, "type", er.Type)
-				e.strings(&f, "idKeys", er.IdKeys)
-				e.strings(&f, "descriptionKeys", er.DescriptionKeys)
-			}
-			e.out = append(e.out, '}')
-		}
-		e.out = append(e.out, ']')
-	}
+	list(e, &first, "entityRefs", r.EntityRefs, func(er *commonpb.EntityRef) {
+		e.object(er != nil, func(f *bool) {
+			e.strField(f, "schemaUrl", er.SchemaUrl)
+			e.strField(f, "type", er.Type)
+			list(e, f, "idKeys", er.IdKeys, e.str)
+			list(e, f, "descriptionKeys", er.DescriptionKeys, e.str)
+		})
+	})
 	e.out = append(e.out, '}')
-}
-
-func (e *encoder) strings(first *bool, name string, ss []string) {
-	if len(ss) == 0 {
-		return
-	}
-	e.key(first, name)
-	e.out = append(e.out, '[')
-	for i, s := range ss {
-		if i > 0 {
-			e.out = append(e.out, ',')
-		}
-		e.str(s)
-	}
-	e.out = append(e.out, ']')
 }
 
 func (e *encoder) scopeSpans(ss *tracepb.ScopeSpans) {
@@ -232,17 +214,7 @@ func (e *encoder) scopeSpans(ss *tracepb.ScopeSpans) {
 			e.uint32Field(&f, "droppedAttributesCount", s.DroppedAttributesCount)
 			e.out = append(e.out, '}')
 		}
-		if len(ss.Spans) > 0 {
-			e.key(&first, "spans")
-			e.out = append(e.out, '[')
-			for i, s := range ss.Spans {
-				if i > 0 {
-					e.out = append(e.out, ',')
-				}
-				e.span(s)
-			}
-			e.out = append(e.out, ']')
-		}
+		list(e, &first, "spans", ss.Spans, e.span)
 		e.strField(&first, "schemaUrl", ss.SchemaUrl)
 	}
 	e.out = append(e.out, '}')
@@ -263,47 +235,25 @@ func (e *encoder) span(s *tracepb.Span) {
 		e.uint64Field(&first, "endTimeUnixNano", s.EndTimeUnixNano)
 		e.attrs(&first, "attributes", s.Attributes)
 		e.uint32Field(&first, "droppedAttributesCount", s.DroppedAttributesCount)
-		if len(s.Events) > 0 {
-			e.key(&first, "events")
-			e.out = append(e.out, '[')
-			for i, ev := range s.Events {
-				if i > 0 {
-					e.out = append(e.out, ',')
-				}
-				e.out = append(e.out, '{')
-				if ev != nil {
-					f := true
-					e.uint64Field(&f, "timeUnixNano", ev.TimeUnixNano)
-					e.strField(&f, "name", ev.Name)
-					e.attrs(&f, "attributes", ev.Attributes)
-					e.uint32Field(&f, "droppedAttributesCount", ev.DroppedAttributesCount)
-				}
-				e.out = append(e.out, '}')
-			}
-			e.out = append(e.out, ']')
-		}
+		list(e, &first, "events", s.Events, func(ev *tracepb.Span_Event) {
+			e.object(ev != nil, func(f *bool) {
+				e.uint64Field(f, "timeUnixNano", ev.TimeUnixNano)
+				e.strField(f, "name", ev.Name)
+				e.attrs(f, "attributes", ev.Attributes)
+				e.uint32Field(f, "droppedAttributesCount", ev.DroppedAttributesCount)
+			})
+		})
 		e.uint32Field(&first, "droppedEventsCount", s.DroppedEventsCount)
-		if len(s.Links) > 0 {
-			e.key(&first, "links")
-			e.out = append(e.out, '[')
-			for i, l := range s.Links {
-				if i > 0 {
-					e.out = append(e.out, ',')
-				}
-				e.out = append(e.out, '{')
-				if l != nil {
-					f := true
-					e.idField(&f, "traceId", l.TraceId)
-					e.idField(&f, "spanId", l.SpanId)
-					e.strField(&f, "traceState", l.TraceState)
-					e.attrs(&f, "attributes", l.Attributes)
-					e.uint32Field(&f, "droppedAttributesCount", l.DroppedAttributesCount)
-					e.uint32Field(&f, "flags", l.Flags)
-				}
-				e.out = append(e.out, '}')
-			}
-			e.out = append(e.out, ']')
-		}
+		list(e, &first, "links", s.Links, func(l *tracepb.Span_Link) {
+			e.object(l != nil, func(f *bool) {
+				e.idField(f, "traceId", l.TraceId)
+				e.idField(f, "spanId", l.SpanId)
+				e.strField(f, "traceState", l.TraceState)
+				e.attrs(f, "attributes", l.Attributes)
+				e.uint32Field(f, "droppedAttributesCount", l.DroppedAttributesCount)
+				e.uint32Field(f, "flags", l.Flags)
+			})
+		})
 		e.uint32Field(&first, "droppedLinksCount", s.DroppedLinksCount)
 		if st := s.Status; st != nil {
 			e.key(&first, "status")
