@@ -61,6 +61,10 @@ type PrefixKey struct {
 	Model, Tools, System, Messages Hash
 	// PrefixMessages is how many messages the stable prefix holds.
 	PrefixMessages int
+	// First marks the session's first request since it began or was
+	// reset: there is no previous request to compare with, so Changed is
+	// empty whatever the provider's cache holds.
+	First bool
 	// Changed names the parts that broke the cache since the previous
 	// request of this session (PrefixPart* constants, in hash order); empty
 	// for the first request and when the cache holds.
@@ -240,6 +244,7 @@ func (p *prefixHasher) compute(req *ModelRequest) {
 	p.enc = append(p.enc, k.Messages[:]...)
 	k.Key = sha256.Sum256(p.enc)
 
+	k.First = !p.valid
 	if p.valid && p.prev.Key != k.Key {
 		if p.prev.Model != k.Model {
 			k.Changed = append(k.Changed, PrefixPartModel)

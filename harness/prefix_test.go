@@ -22,7 +22,7 @@ func (s systemSwitch) BeforeModelRequest(_ context.Context, req *harness.ModelRe
 
 func TestPrefixKey(t *testing.T) {
 	on := false
-	p := ht.NewScriptedProvider(ht.CallTool("c1", "echo", `{"text":"a"}`), ht.Reply("one"), ht.Reply("two"), ht.Reply("three"))
+	p := ht.NewScriptedProvider(ht.CallTool("c1", "echo", `{"text":"a"}`), ht.Reply("one"), ht.Reply("two"), ht.Reply("three"), ht.Reply("four"))
 	a := newAgent(t, p, harness.WithTools(echoTool()), harness.WithSystemPrompt("sys"), harness.WithMiddleware(systemSwitch{&on}))
 	ctx := context.Background()
 	if _, err := a.Run(ctx, "first"); err != nil {
@@ -61,6 +61,19 @@ func TestPrefixKey(t *testing.T) {
 	parts := keys[3].Parts()
 	if parts[2].Name != "system" || parts[2].Hash != keys[3].System || len(keys[3].Key.String()) != 64 {
 		t.Errorf("parts = %+v", parts)
+	}
+	// Only the session's first request is First, until a Reset.
+	for i, k := range keys {
+		if k.First != (i == 0) {
+			t.Errorf("request %d: First = %v", i, k.First)
+		}
+	}
+	a.Reset()
+	if _, err := a.Run(ctx, "fourth"); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := p.Requests(); !reqs[len(reqs)-1].PrefixKey.First {
+		t.Error("the first request after Reset is not First")
 	}
 }
 

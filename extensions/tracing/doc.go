@@ -38,11 +38,12 @@
 // gen_ai.tool.definitions), the prompt-cache prefix key (harnessx.prefix_key,
 // langsmith.metadata.prefix_key) and, when a part of the prefix changed
 // since the session's previous request, which part broke the cache
-// (harnessx.prefix_key.changed and a prompt_cache_break event) with the
-// hashes of the four parts as they are now
-// (harnessx.prefix_key.model|tools|system|messages). A request that keeps
-// or grows the previous prefix carries the key alone: the parts' hashes
-// would repeat what the previous span said.
+// (harnessx.prefix_key.changed and a prompt_cache_break event). The
+// hashes of the four parts (harnessx.prefix_key.model|tools|system|messages)
+// go on the session's first request and on each cache break; a request
+// that keeps or grows the previous prefix carries the key alone, its
+// parts being those of the nearest earlier span of the session that
+// records them.
 // On completion it records the response (gen_ai.response.model, id,
 // finish_reasons, gen_ai.output.messages), the usage with cache-read,
 // cache-creation and reasoning tokens (and, when the provider reports

@@ -277,18 +277,22 @@ func (e *Extension) endModel(ctx context.Context, span trace.Span, r *recorder, 
 		if e.cfg.mirror {
 			r.kvs = append(r.kvs, KeyLangSmithPrefixKey.String(key))
 		}
-		if len(pk.Changed) > 0 {
-			// A cache break: the parts' hashes say what each part is
-			// now, the changed list which of them differ from the
-			// previous request's. A request that kept or grew the
-			// prefix carries the key alone.
-			changed := KeyPrefixChanged.StringSlice(pk.Changed)
+		if pk.First || len(pk.Changed) > 0 {
+			// The session's first request, or a cache break: the parts'
+			// hashes say what each part is now (on a break the changed
+			// list says which of them differ from the previous
+			// request's). A request that kept or grew the prefix carries
+			// the key alone: its parts are those of the nearest earlier
+			// span of the session that records them.
 			r.kvs = append(r.kvs,
 				KeyPrefixModel.String(hexOf(&c.hexModel, pk.Model)),
 				KeyPrefixTools.String(hexOf(&c.hexTools, pk.Tools)),
 				KeyPrefixSystem.String(hexOf(&c.hexSystem, pk.System)),
-				KeyPrefixMessages.String(hexString(pk.Messages)),
-				changed)
+				KeyPrefixMessages.String(hexString(pk.Messages)))
+		}
+		if len(pk.Changed) > 0 {
+			changed := KeyPrefixChanged.StringSlice(pk.Changed)
+			r.kvs = append(r.kvs, changed)
 			span.AddEvent(EventCacheBreak, trace.WithTimestamp(start), trace.WithAttributes(changed))
 		}
 	}

@@ -27,8 +27,9 @@ const (
 	// KeyPrefixKey is the hex SHA-256 prefix key of a model request.
 	KeyPrefixKey = attribute.Key("harnessx.prefix_key")
 	// KeyPrefixModel, KeyPrefixTools, KeyPrefixSystem and KeyPrefixMessages
-	// are the hex hashes of the parts of the prefix key, set on a chat span
-	// whose request broke the cache (beside KeyPrefixChanged).
+	// are the hex hashes of the parts of the prefix key, set on the chat
+	// span of a session's first request and on one whose request broke the
+	// cache (beside KeyPrefixChanged).
 	KeyPrefixModel    = attribute.Key("harnessx.prefix_key.model")
 	KeyPrefixTools    = attribute.Key("harnessx.prefix_key.tools")
 	KeyPrefixSystem   = attribute.Key("harnessx.prefix_key.system")

@@ -154,14 +154,19 @@ func TestModelSpanAttributes(t *testing.T) {
 		t.Errorf("tool definitions = %v", defs)
 	}
 	// The prefix key is hex SHA-256, and the LangSmith copy matches. The
-	// parts' hashes come only with a cache break, which neither request is.
-	for _, m := range []map[attribute.Key]attribute.Value{first, second} {
+	// parts' hashes come with the session's first request (and with a
+	// cache break, which the second request is not).
+	for i, m := range []map[attribute.Key]attribute.Value{first, second} {
 		if v := m[tracing.KeyPrefixKey].AsString(); !isHash(v) {
 			t.Errorf("%s = %q, want 64 hex digits", tracing.KeyPrefixKey, v)
 		}
 		for _, k := range []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages} {
-			if v, ok := m[k]; ok {
-				t.Errorf("%s = %q without a cache break", k, v.Emit())
+			v, ok := m[k]
+			if i == 0 && !isHash(v.AsString()) {
+				t.Errorf("first request: %s = %q, want 64 hex digits", k, v.AsString())
+			}
+			if i == 1 && ok {
+				t.Errorf("second request: %s = %q without a cache break", k, v.Emit())
 			}
 		}
 	}
@@ -604,21 +609,27 @@ func TestPrefixKeyChangeNamesThePart(t *testing.T) {
 	if len(ev.Attributes) != 1 || ev.Attributes[0].Key != tracing.KeyPrefixChanged || ev.Attributes[0].Value.Emit() != `["system"]` {
 		t.Errorf("event attributes %v", ev.Attributes)
 	}
-	// The parts' hashes come with the break, and only with it.
+	// The parts' hashes come with the session's first request and with
+	// the break, and only with them.
 	parts := []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools, tracing.KeyPrefixSystem, tracing.KeyPrefixMessages}
 	for i, c := range chats {
 		for _, k := range parts {
 			v, ok := attr(c, k)
-			if i < 2 && ok {
+			if i == 1 && ok {
 				t.Errorf("request %d: %s = %s without a cache break", i+1, k, v.Emit())
 			}
-			if i == 2 && !isHash(v.AsString()) {
-				t.Errorf("cache break: %s = %q, want 64 hex digits", k, v.AsString())
+			if i != 1 && !isHash(v.AsString()) {
+				t.Errorf("request %d: %s = %q, want 64 hex digits", i+1, k, v.AsString())
 			}
 		}
 	}
-	if str(chats[2], tracing.KeyPrefixSystem) == str(chats[2], tracing.KeyPrefixTools) {
-		t.Error("the system and tools hashes are the same")
+	if str(chats[2], tracing.KeyPrefixSystem) == str(chats[0], tracing.KeyPrefixSystem) {
+		t.Error("system hash did not change")
+	}
+	for _, k := range []attribute.Key{tracing.KeyPrefixModel, tracing.KeyPrefixTools} {
+		if str(chats[2], k) != str(chats[0], k) {
+			t.Errorf("%s changed", k)
+		}
 	}
 }
 

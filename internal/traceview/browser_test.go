@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/harness/harnesstest"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -156,30 +157,35 @@ func TestBrowserWaterfall(t *testing.T) {
 			t.Errorf("usage panel %q lacks %q", usage, want)
 		}
 	}
-	// The first request breaks no cache: the key, without the parts.
-	if !strings.Contains(prefix, "key") || !strings.Contains(prefix, "no cache break") || strings.Contains(prefix, "system") {
+	// The session's first request: the key and its parts, none changed.
+	if !strings.Contains(prefix, "tools") || !strings.Contains(prefix, "system") || strings.Contains(prefix, "changed") {
 		t.Errorf("prefix key panel %q", prefix)
 	}
 }
 
-// newSystemAtStep2 gives the run's second model request another system
-// prompt: a cache break on the system part.
-type newSystemAtStep2 struct{}
+// newSystemFromStep2 gives the run's model requests from the second on
+// another system prompt: a cache break on the system part at the second.
+type newSystemFromStep2 struct{}
 
-func (newSystemAtStep2) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
-	if req.Step == 2 {
+func (newSystemFromStep2) BeforeModelRequest(_ context.Context, req *harness.ModelRequest) error {
+	if req.Step >= 2 {
 		req.System = "You are a verbose weather assistant."
 	}
 	return nil
 }
 
-// TestBrowserCacheBreak: the chat span whose request broke the prompt
-// cache shows the four part hashes, marks the changed one and says so;
-// the one before it shows the key alone.
+// TestBrowserCacheBreak: the chat span of the session's first request
+// shows the key and the four part hashes, the one whose request broke the
+// prompt cache shows them with the changed one marked and says so, and the
+// one after it, which kept the prefix, shows the key alone.
 func TestBrowserCacheBreak(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "traces.jsonl")
+	call := func(id string) harnesstest.Response {
+		return harnesstest.Response{ToolCalls: []harness.ToolCall{harnesstest.Call(id, "get_weather", map[string]string{"city": "Lisbon"})}}
+	}
 	recordRunWith(t, runSetup{path: file, agent: "weather", result: "Lisbon: 18°C",
-		opts: []harness.Option{harness.WithMiddleware(newSystemAtStep2{})}})
+		script: []harnesstest.Response{call("call_1"), call("call_2"), harnesstest.Reply("18°C.")},
+		opts:   []harness.Option{harness.WithMiddleware(newSystemFromStep2{})}})
 	srv := httptest.NewServer(Handler(HandlerOptions{Sources: Sources{TraceFiles: []string{file}}}))
 	defer srv.Close()
 	ctx := browser(t)
@@ -189,21 +195,25 @@ func TestBrowserCacheBreak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// panel opens the span of waterfall row n and returns its prefix panel
+	// once it shows want.
+	panel := func(n int, want string) string {
+		t.Helper()
+		must(click(ctx, fmt.Sprintf(`#waterfall .span-row:nth-child(%d)`, n)))
+		must(waitFor(ctx, `document.querySelector('#panel #prefix-key') && document.querySelector('#panel #prefix-key').innerText.includes(`+strconv.Quote(want)+`)`))
+		p, err := text(ctx, `#panel #prefix-key`)
+		must(err)
+		return p
+	}
 	must(chromedp.Do(ctx, chromedp.Navigate(srv.URL)))
 	must(click(ctx, `#runs tbody tr`))
 	must(visible(ctx, `#waterfall .span-row`))
-	// Rows: the agent, the first chat, the tool, the second chat.
-	must(click(ctx, `#waterfall .span-row:nth-child(2)`))
-	must(visible(ctx, `#panel #prefix-key`))
-	first, err := text(ctx, `#panel #prefix-key`)
-	must(err)
-	if !strings.Contains(first, "no cache break") || strings.Contains(first, "system") {
-		t.Errorf("first request's prefix panel %q", first)
+	// Rows: the agent, then chat, tool, chat, tool, chat.
+	first := panel(2, "system")
+	if !strings.Contains(first, "tools") || strings.Contains(first, "changed") || strings.Contains(first, "no cache break") {
+		t.Errorf("first request's prefix panel:\n%s", first)
 	}
-	must(click(ctx, `#waterfall .span-row:nth-child(4)`))
-	must(waitFor(ctx, `document.querySelector('#panel #prefix-key') && document.querySelector('#panel #prefix-key').innerText.includes('system')`))
-	second, err := text(ctx, `#panel #prefix-key`)
-	must(err)
+	second := panel(4, "changed")
 	for _, want := range []string{"model", "tools", "system (changed: broke the cache)", "messages"} {
 		if !strings.Contains(second, want) {
 			t.Errorf("second request's prefix panel lacks %q:\n%s", want, second)
@@ -216,6 +226,10 @@ func TestBrowserCacheBreak(t *testing.T) {
 	must(err)
 	if note != "cache break: system" {
 		t.Errorf("cache break note %q", note)
+	}
+	third := panel(6, "no cache break")
+	if strings.Contains(third, "system") || strings.Contains(third, "tools") {
+		t.Errorf("third request's prefix panel:\n%s", third)
 	}
 }
 

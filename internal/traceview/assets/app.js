@@ -320,7 +320,7 @@
       const rows = [];
       const key = attr(span, "harnessx.prefix_key");
       if (key) rows.push(["key", key.value]);
-      if (!parts.length) rows.push(["parts", "no cache break (part hashes are recorded on a break)"]);
+      if (!parts.length) rows.push(["parts", "no cache break: as in the session's previous request (part hashes are recorded on its first request and at each break)"]);
       for (const k of parts) {
         const isBroken = broke.includes(k);
         rows.push([k + (isBroken ? " (changed: broke the cache)" : ""), attr(span, "harnessx.prefix_key." + k).value, isBroken ? "changed" : ""]);
