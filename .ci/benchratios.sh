@@ -38,7 +38,8 @@ go test -c -o "$bin/harness.test" ./harness
 go test -c -o "$bin/tracing.test" ./extensions/tracing
 go test -c -o "$bin/flight.test" ./extensions/flight
 
-# name binary benchmark N1 N2
+# name binary benchmark N1 N2 (FullStack's spills-2000 set-up, about 1.5 s,
+# varies by a few tenths: its N2 - N1 must be worth seconds)
 benches=(
 	"run harness BenchmarkRun\$ 50000 250000"
 	"floor harness BenchmarkFloor\$ 50000 250000"
@@ -47,9 +48,9 @@ benches=(
 	"otelfloor tracing BenchmarkOTelFloor\$ 5000 25000"
 	"traced-nm tracing BenchmarkTracedRunNoMirror\$ 5000 25000"
 	"otelfloor-nm tracing BenchmarkOTelFloorNoMirror\$ 5000 25000"
-	"fs-traced flight BenchmarkFullStack\$/traced-only\$ 2000 10000"
-	"fs-spills0 flight BenchmarkFullStack\$/spills-0\$ 2000 10000"
-	"fs-spills2000 flight BenchmarkFullStack\$/spills-2000\$ 2000 10000"
+	"fs-traced flight BenchmarkFullStack\$/traced-only\$ 5000 45000"
+	"fs-spills0 flight BenchmarkFullStack\$/spills-0\$ 5000 45000"
+	"fs-spills2000 flight BenchmarkFullStack\$/spills-2000\$ 5000 45000"
 )
 
 # cpu BIN BENCH N: user+sys seconds of one run (GOMAXPROCS=1: one
