@@ -227,10 +227,29 @@ func TestBrowserCacheBreak(t *testing.T) {
 	if note != "cache break: system" {
 		t.Errorf("cache break note %q", note)
 	}
+	// The third kept the prefix: the key alone on its span, the parts as
+	// the break recorded them.
 	third := panel(6, "no cache break")
-	if strings.Contains(third, "system") || strings.Contains(third, "tools") {
+	if !strings.Contains(third, "as recorded on chat scripted-model at +") || strings.Contains(third, "changed:") {
 		t.Errorf("third request's prefix panel:\n%s", third)
 	}
+	for _, k := range []string{"model", "tools", "system", "messages"} {
+		if got, want := partRow(third, k), partRow(second, k); got == "" || got != want {
+			t.Errorf("third request's %s part %q, want the break's %q", k, got, want)
+		}
+	}
+}
+
+// partRow returns the hash on the row of part k of a prefix panel's text
+// (a row is "name<TAB>value"; the break's rows say "(changed: …)").
+func partRow(panel, k string) string {
+	for _, line := range strings.Split(panel, "\n") {
+		name, value, ok := strings.Cut(line, "\t")
+		if ok && (name == k || strings.HasPrefix(name, k+" (")) {
+			return value
+		}
+	}
+	return ""
 }
 
 func TestBrowserHostileInput(t *testing.T) {

@@ -280,7 +280,7 @@
     return t;
   }
 
-  function showSpan(span) {
+  function showSpan(span, runSpans) {
     const p = $("panel");
     clear(p);
     p.appendChild(el("h2", "", span.name));
@@ -314,16 +314,33 @@
 
     const changed = attr(span, "harnessx.prefix_key.changed");
     const broke = changed ? parseList(changed.value) : [];
-    const parts = ["model", "tools", "system", "messages"].filter((k) => attr(span, "harnessx.prefix_key." + k));
+    const partNames = ["model", "tools", "system", "messages"];
+    const hasParts = (s) => partNames.some((k) => attr(s, "harnessx.prefix_key." + k));
+    const parts = partNames.filter((k) => attr(span, "harnessx.prefix_key." + k));
     if (attr(span, "harnessx.prefix_key") || parts.length) {
       p.appendChild(el("h3", "", "Prompt-cache prefix key"));
       const rows = [];
       const key = attr(span, "harnessx.prefix_key");
       if (key) rows.push(["key", key.value]);
-      if (!parts.length) rows.push(["parts", "no cache break: as in the session's previous request (part hashes are recorded on its first request and at each break)"]);
-      for (const k of parts) {
-        const isBroken = broke.includes(k);
-        rows.push([k + (isBroken ? " (changed: broke the cache)" : ""), attr(span, "harnessx.prefix_key." + k).value, isBroken ? "changed" : ""]);
+      // A request that kept the prefix carries the key alone: its parts
+      // are those of the latest earlier span of the session that records
+      // them (its first request or its last cache break).
+      let from = null;
+      if (!parts.length) {
+        const conv = attr(span, "gen_ai.conversation.id");
+        for (const s of runSpans || []) {
+          if (s === span || s.offset_ms > span.offset_ms || !hasParts(s)) continue;
+          const c = attr(s, "gen_ai.conversation.id");
+          if ((c && c.value) !== (conv && conv.value)) continue;
+          if (!from || s.offset_ms >= from.offset_ms) from = s;
+        }
+        rows.push(["parts", from
+          ? "no cache break: as recorded on " + from.name + " at +" + fmtMS(from.offset_ms)
+          : "no cache break: as in the session's previous request (part hashes are recorded on its first request and at each break)"]);
+      }
+      for (const k of from ? partNames.filter((n) => attr(from, "harnessx.prefix_key." + n)) : parts) {
+        const isBroken = !from && broke.includes(k);
+        rows.push([k + (isBroken ? " (changed: broke the cache)" : ""), attr(from || span, "harnessx.prefix_key." + k).value, isBroken ? "changed" : ""]);
       }
       const box = kvTable(rows);
       box.id = "prefix-key";
@@ -442,7 +459,7 @@
       row.addEventListener("click", () => {
         for (const r of wf.querySelectorAll(".span-row.selected")) r.classList.remove("selected");
         row.classList.add("selected");
-        showSpan(s);
+        showSpan(s, data.spans);
       });
       wf.appendChild(row);
       if (!first) first = [row, s];
@@ -451,7 +468,7 @@
     for (const tr of $("incidents").tBodies[0].rows) tr.classList.remove("selected");
     if (first) {
       first[0].classList.add("selected");
-      showSpan(first[1]);
+      showSpan(first[1], data.spans);
     }
   }
 
