@@ -83,12 +83,7 @@ func TestBrowserParts(t *testing.T) {
 	defer srv.Close()
 	ctx := browser(t)
 
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := must(t)
 	var dialogs atomic.Int32
 	opened := make(chan struct{}, 16)
 	must(chromedp.Listen(ctx, func(ev any) {

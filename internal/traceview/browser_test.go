@@ -115,12 +115,7 @@ func TestBrowserWaterfall(t *testing.T) {
 	defer srv.Close()
 	ctx := browser(t)
 
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := must(t)
 	must(chromedp.Do(ctx, chromedp.Navigate(srv.URL)))
 	must(visible(ctx, `#runs tbody tr`))
 	runText, err := text(ctx, `#runs tbody tr`)
@@ -189,12 +184,7 @@ func TestBrowserCacheBreak(t *testing.T) {
 	srv := httptest.NewServer(Handler(HandlerOptions{Sources: Sources{TraceFiles: []string{file}}}))
 	defer srv.Close()
 	ctx := browser(t)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := must(t)
 	// panel opens the span of waterfall row n and returns its prefix panel
 	// once it shows want.
 	panel := func(n int, want string) string {
@@ -264,12 +254,7 @@ func TestBrowserHostileInput(t *testing.T) {
 	defer srv.Close()
 	ctx := browser(t)
 
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := must(t)
 	must(chromedp.Do(ctx, chromedp.Navigate(srv.URL)))
 	must(visible(ctx, `#runs tbody tr`))
 	listText, err := text(ctx, `#runs tbody`)

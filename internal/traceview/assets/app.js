@@ -315,9 +315,9 @@
     const changed = attr(span, "harnessx.prefix_key.changed");
     const broke = changed ? parseList(changed.value) : [];
     const partNames = ["model", "tools", "system", "messages"];
-    const hasParts = (s) => partNames.some((k) => attr(s, "harnessx.prefix_key." + k));
-    const parts = partNames.filter((k) => attr(span, "harnessx.prefix_key." + k));
-    if (attr(span, "harnessx.prefix_key") || parts.length) {
+    const partsOf = (s) => partNames.filter((k) => attr(s, "harnessx.prefix_key." + k));
+    const hasParts = (s) => partsOf(s).length > 0;
+    if (attr(span, "harnessx.prefix_key") || hasParts(span)) {
       p.appendChild(el("h3", "", "Prompt-cache prefix key"));
       const rows = [];
       const key = attr(span, "harnessx.prefix_key");
@@ -326,7 +326,7 @@
       // are those of the latest earlier span of the session that records
       // them (its first request or its last cache break).
       let from = null;
-      if (!parts.length) {
+      if (!hasParts(span)) {
         const conv = attr(span, "gen_ai.conversation.id");
         for (const s of runSpans || []) {
           if (s === span || s.offset_ms > span.offset_ms || !hasParts(s)) continue;
@@ -338,9 +338,10 @@
           ? "no cache break: as recorded on " + from.name + " at +" + fmtMS(from.offset_ms)
           : "no cache break: as in the session's previous request (part hashes are recorded on its first request and at each break)"]);
       }
-      for (const k of from ? partNames.filter((n) => attr(from, "harnessx.prefix_key." + n)) : parts) {
+      const src = from || span;
+      for (const k of partsOf(src)) {
         const isBroken = !from && broke.includes(k);
-        rows.push([k + (isBroken ? " (changed: broke the cache)" : ""), attr(from || span, "harnessx.prefix_key." + k).value, isBroken ? "changed" : ""]);
+        rows.push([k + (isBroken ? " (changed: broke the cache)" : ""), attr(src, "harnessx.prefix_key." + k).value, isBroken ? "changed" : ""]);
       }
       const box = kvTable(rows);
       box.id = "prefix-key";
