@@ -272,7 +272,10 @@ func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
 	for j := p - 1; j >= last && j >= p-64; j-- {
 		c := s[j]
 		if c == '"' {
-			if !memberAhead(s, j+1) {
+			// The pattern's name is the one memberAhead found: a name
+			// that is not sensitive spares the pattern.
+			end, ok := memberAhead(s, j+1)
+			if !ok || !SensitiveName(s[j+1:end]) {
 				break
 			}
 			q := j
@@ -308,7 +311,10 @@ func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
 	if e-n0 > 64 {
 		n0 = e - 64
 	}
-	if !separatorAhead(s, e) {
+	// The pattern's name is s[n0:e] (a shorter run would be followed by a
+	// name byte, which no separator is): a name that is not sensitive
+	// spares the pattern.
+	if !separatorAhead(s, e) || !sensitiveAssigned(s[n0:e]) {
 		return 0, 0, "", false
 	}
 	q := n0
@@ -334,30 +340,38 @@ func matchNamed(s string, p, last int) (vs, ve int, rule string, ok bool) {
 }
 
 // memberAhead reports whether a JSON member name that starts at s[i:] is
-// followed by its closing quote and a colon, as reMember requires: a cheap
-// test that spares the pattern most words.
-func memberAhead(s string, i int) bool {
+// followed by its closing quote, a colon and a quoted value, as reMember
+// requires: a cheap test that spares the pattern most words (and values
+// that are objects, arrays, numbers). The name ends at end.
+func memberAhead(s string, i int) (end int, ok bool) {
 	k := i
 	for k < len(s) && k-i <= 64 && s[k] != '"' && s[k] != '\\' && s[k] != '\r' && s[k] != '\n' {
 		k++
 	}
+	end = k
 	switch {
 	case k+1 < len(s) && s[k] == '\\' && s[k+1] == '"':
 		k += 2
 	case k < len(s) && s[k] == '"':
 		k++
 	default:
-		return false
+		return end, false
 	}
 	for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n') {
 		k++
 	}
-	return k < len(s) && s[k] == ':'
+	if k >= len(s) || s[k] != ':' {
+		return end, false
+	}
+	for k++; k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n'); k++ {
+	}
+	return end, k < len(s) && (s[k] == '"' || k+1 < len(s) && s[k] == '\\' && s[k+1] == '"')
 }
 
 // separatorAhead reports whether the name that ends at s[e] is followed by
 // an optional closing quote and an assignment separator, as reAssign
-// requires.
+// requires, and not by a single separator and an object (no value
+// reAssign matches starts with "{").
 func separatorAhead(s string, e int) bool {
 	k := e
 	switch {
@@ -369,5 +383,13 @@ func separatorAhead(s string, e int) bool {
 	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
 		k++
 	}
-	return k < len(s) && (s[k] == '=' || s[k] == ':')
+	if k >= len(s) || (s[k] != '=' && s[k] != ':') {
+		return false
+	}
+	if k+1 < len(s) && (s[k+1] == '>' || s[k+1] == '=') {
+		return true // "=>", ":=", or a value that starts with "=" or ">"
+	}
+	for k++; k < len(s) && (s[k] == ' ' || s[k] == '\t'); k++ {
+	}
+	return k >= len(s) || s[k] != '{'
 }

@@ -320,6 +320,25 @@ func BenchmarkStringSecrets(b *testing.B) {
 	}
 }
 
+// BenchmarkStringCandidateNames: JSON whose member names hold candidate
+// words ("token", "key", "auth") but whose values are numbers, objects or
+// names that are not sensitive ("input_tokens"): LangSmith's usage
+// metadata, tool schemas. The anchored patterns run only for a sensitive
+// name with a value they can match.
+func BenchmarkStringCandidateNames(b *testing.B) {
+	red := redact.Builtin()
+	s := strings.Repeat(`{"input_tokens":10,"output_tokens":5,"total_tokens":15,"input_token_details":{"cache_read":0},`+
+		`"max_tokens":{"type":"integer"},"keys":["a","b"],"auth":{"type":"object"},"token_count":3} `, 10)
+	if got := red.String(s); got != s {
+		b.Fatalf("redacted: %s", got)
+	}
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = red.String(s)
+	}
+}
+
 func TestMayContainSecretInJSON(t *testing.T) {
 	for _, tc := range []struct {
 		s    string
