@@ -22,7 +22,9 @@ var benchScript = []harnesstest.Response{
 	{Text: "It is sunny in Paris.", Usage: harness.Usage{InputTokens: 10, OutputTokens: 5}},
 }
 
-func benchAgent(b *testing.B, opts ...harness.Option) *harness.Agent {
+// benchAgent is the agent of the benchmarks (and of the tests that trace
+// their workload): benchScript looping, the weather tool.
+func benchAgent(b testing.TB, opts ...harness.Option) *harness.Agent {
 	p := harnesstest.NewScriptedProvider(benchScript...)
 	p.Loop, p.DiscardRequests = true, true
 	a, err := harness.New(append([]harness.Option{harness.WithProvider(p), harness.WithModel("m"),

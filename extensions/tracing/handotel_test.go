@@ -56,7 +56,6 @@ import (
 
 	"github.com/harnessx/harnessx/extensions/tracing"
 	"github.com/harnessx/harnessx/harness"
-	"github.com/harnessx/harnessx/harness/harnesstest"
 	"github.com/harnessx/harnessx/pricing"
 )
 
@@ -614,7 +613,7 @@ func TestHandOTelMakesTheSameSpans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := handAgent(t, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(extTP), tracing.WithLangSmithMirror(false))),
+	a := benchAgent(t, harness.WithExtensions(tracing.New(tracing.WithTracerProvider(extTP), tracing.WithLangSmithMirror(false))),
 		harness.WithMiddleware(ownSpans{hand}))
 	ctx := context.Background()
 	for range 2 {
@@ -636,19 +635,6 @@ func TestHandOTelMakesTheSameSpans(t *testing.T) {
 		}
 	}
 	compareSpans(t, ext, hnd)
-}
-
-// handAgent is benchAgent's agent for a test.
-func handAgent(t *testing.T, opts ...harness.Option) *harness.Agent {
-	p := harnesstest.NewScriptedProvider(benchScript...)
-	p.Loop, p.DiscardRequests = true, true
-	a, err := harness.New(append([]harness.Option{harness.WithProvider(p), harness.WithModel("m"),
-		harness.WithTools(weatherTool())}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Close(context.Background()) })
-	return a
 }
 
 // compareSpans fails t unless ext and hand (each ordered by start time)
