@@ -130,6 +130,12 @@ func FuzzRedact(f *testing.F) {
 		"-----BEGIN RSA PRIVATE KEY-----\nMII\n-----END RSA PRIVATE KEY-----", "AKIAABCDEFGHIJKLMNOP",
 		"aws secret = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "sk-ant-api03-abcdef", "sk-proj-abcdefghijklmnop1234",
 		"key: [REDACTED:x] tail", "api_key=[REDACTED:a][REDACTED:b]", "?token=a&key=b",
+		// The pre-filters of the anchored patterns: a name that is not
+		// sensitive, a member value that is not quoted, an object after
+		// a single separator; and what they must still let through.
+		`{"input_tokens":10,"input_token_details":{"cache_read":0},"token":"abc"}`, `{"auth":{"token":"nested"}}`,
+		`"password" :  "spaced"`, `\"api_key\": \"escaped\"`, `{"secret": 12345678}`, `password={"a":"b"}`,
+		`api_key=>{x}`, `api_key:={y}`, `token==abcdefgh`, `secret: {"k": "v"}`, `key=[REDACTED:x]tail`,
 	} {
 		f.Add(s)
 	}
