@@ -57,18 +57,18 @@
 // export after a crash has them. A snapshotter goroutine writes them, so
 // that neither runs nor journal writes wait for them: the session and the
 // spans at most once per snapshot interval ([WithSnapshotInterval]),
-// backing off when a snapshot is slow so that snapshots take at most a
-// twentieth of a CPU (span snapshots at least every 30 seconds, or every
-// interval when that is longer). A session snapshot of a session that did
-// not change since the last one writes nothing, and one of a session that
-// changed redacts again only the top-level members of the saved session
-// (the messages, the extensions' states, …) whose JSON changed. A span
-// snapshot costs what the spans that ended since the previous one cost:
-// it appends them as one OTLP JSON line (hex
-// IDs) to spans.jsonl, and rewrites spans.json with the whole span buffer
-// only when the log passes 8 MiB and at Close; readers merge the two,
-// each span once, and skip a torn last line. A turn's completion writes the
-// session itself only while that is cheap (see
+// backing off when snapshots are slow so that span and session snapshots
+// together take at most a twentieth of a CPU (span snapshots at least
+// every 30 seconds, or every interval when that is longer). A session
+// snapshot of a session that did not change since the last one writes
+// nothing, and one of a session that changed redacts again only the
+// top-level members of the saved session (the messages, the extensions'
+// states, …) whose JSON changed. A span snapshot costs what the spans
+// that ended since the previous one cost: it appends them as one OTLP
+// JSON line (hex IDs) to spans.jsonl, and rewrites spans.json with the
+// whole span buffer only when the log passes 8 MiB and at Close; readers
+// merge the two, each span once, and skip a torn last line. A turn's
+// completion writes the session itself only while that is cheap (see
 // [Extension.OnTurnComplete]). Artifacts are copied as each tool call ends
 // (hard links when on the same file system, copies otherwise) into
 // <recording>/artifacts/<extension>/<name>, only the new ones, within

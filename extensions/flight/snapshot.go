@@ -42,9 +42,9 @@ func (x *Extension) kickLater() {
 // snapshotter is the goroutine that keeps the recording's snapshots, so
 // that neither the run nor the journal's writer waits for them: it copies
 // new artifacts as soon as a tool call ends, writes the session and span
-// snapshots at most once per snapshot interval each, and evicts old
-// recordings when it starts. It writes the final span snapshot when
-// stopped.
+// snapshots at most once per snapshot interval each, within one CPU
+// budget (snapshotSchedule), and evicts old recordings when it starts. It
+// writes the final span snapshot when stopped.
 func (x *Extension) snapshotter() {
 	defer close(x.snapDone)
 	ctx := context.Background()
@@ -52,9 +52,7 @@ func (x *Extension) snapshotter() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	var lastSpans time.Time
-	var spansTook, sessionTook time.Duration
-	var perSpan time.Duration // what the last span snapshot cost a span
+	sched := snapshotSchedule{every: x.cfg.snapshotEvery}
 	armed := false
 	for {
 		select {
@@ -81,43 +79,21 @@ func (x *Extension) snapshotter() {
 		if x.cfg.includeArtifacts && x.partsDirty.Load() {
 			x.syncParts()
 		}
-		next := time.Duration(-1)
-		need := func(w time.Duration) {
-			if next < 0 || w < next {
-				next = w
-			}
+		sched.lastSession = x.lastSession()
+		runSpans, runSession, next := sched.plan(time.Now(), x.spansDirty.Load(), x.sessionDirty.Load(), x.spans.pending(x.spanSeq))
+		start := time.Now()
+		if runSpans {
+			x.spansDirty.Store(false)
+			n := x.snapshotSpans(ctx)
+			sched.spansDone(start, time.Since(start), n)
 		}
-		// Each snapshot waits the interval, or snapshotBackoff times as
-		// long as the last one took, so that the snapshotter never takes
-		// more than a twentieth of a CPU from the agent and the journal's
-		// writer (a big span buffer under load is snapshotted less often).
-		// A span snapshot's cost follows the spans it writes: the wait
-		// also covers the cost the pending spans will have at the last
-		// snapshot's cost a span, so that a burst of spans does not make
-		// one expensive snapshot before the backoff has measured it.
-		if x.spansDirty.Load() {
-			cost := max(spansTook, perSpan*time.Duration(x.spans.pending(x.spanSeq)))
-			wait := min(max(x.cfg.snapshotEvery, snapshotBackoff*cost), max(x.cfg.snapshotEvery, maxSpanSnapshotWait))
-			if w := wait - time.Since(lastSpans); w > 0 {
-				need(w)
-			} else {
-				lastSpans = time.Now()
-				x.spansDirty.Store(false)
-				n := x.snapshotSpans(ctx)
-				spansTook = time.Since(lastSpans)
-				if n > 0 {
-					perSpan = spansTook / time.Duration(n)
-				}
-			}
+		if runSession {
+			t := time.Now()
+			x.snapshotSession(ctx)
+			sched.sessionTook = time.Since(t)
 		}
-		if x.sessionDirty.Load() {
-			if w := max(x.cfg.snapshotEvery, snapshotBackoff*sessionTook) - time.Since(x.lastSession()); w > 0 {
-				need(w)
-			} else {
-				start := time.Now()
-				x.snapshotSession(ctx)
-				sessionTook = time.Since(start)
-			}
+		if runSpans || runSession {
+			sched.ran(start, time.Now())
 		}
 		if next >= 0 && !armed {
 			timer.Reset(next)
@@ -135,6 +111,74 @@ const maxSpanSnapshotWait = 30 * time.Second
 // snapshotBackoff bounds the snapshotter's share of a CPU to
 // 1/(1+snapshotBackoff).
 const snapshotBackoff = 19
+
+// snapshotSchedule decides when the snapshotter writes span and session
+// snapshots. Each kind waits the snapshot interval from the start of its
+// last snapshot, or 1+snapshotBackoff times as long as that snapshot took
+// when that is longer (a big span buffer under load is snapshotted less
+// often). A span snapshot's cost follows the spans it writes: its estimate
+// covers the cost the pending spans will have at the last snapshot's cost
+// a span, so that a burst of spans does not make one expensive snapshot
+// before the backoff has measured it. And the snapshots written together
+// are followed by snapshotBackoff times their duration in which none
+// starts: the two kinds share one budget, so that the snapshotter as a
+// whole never takes more than 1/(1+snapshotBackoff) of a CPU from the
+// agent and the journal's writer (each kind's own wait alone would allow
+// that share to each). Span snapshots wait at most maxSpanSnapshotWait
+// (or the interval, when longer), whatever the budget says.
+// TestSnapshotBudget simulates it.
+type snapshotSchedule struct {
+	every                  time.Duration
+	lastSpans, lastSession time.Time     // when the last snapshot of each kind started
+	spansTook, sessionTook time.Duration // what it took
+	perSpan                time.Duration // what the last span snapshot took a span
+	quiet                  time.Time     // no snapshot starts before
+}
+
+// plan returns which snapshots to write at now, given which kinds have
+// something to write and how many spans are pending, and when none is due
+// how long to wait for the next (-1 when nothing is pending).
+func (s *snapshotSchedule) plan(now time.Time, spansDirty, sessionDirty bool, pendingSpans int) (spans, session bool, wait time.Duration) {
+	wait = -1
+	need := func(w time.Duration) {
+		if wait < 0 || w < wait {
+			wait = w
+		}
+	}
+	quiet := s.quiet.Sub(now)
+	if spansDirty {
+		most := max(s.every, maxSpanSnapshotWait) - now.Sub(s.lastSpans)
+		cost := max(s.spansTook, s.perSpan*time.Duration(pendingSpans))
+		w := max(min(max(s.every, (1+snapshotBackoff)*cost)-now.Sub(s.lastSpans), most), min(quiet, most))
+		if w > 0 {
+			need(w)
+		} else {
+			spans = true
+		}
+	}
+	if sessionDirty {
+		if w := max(max(s.every, (1+snapshotBackoff)*s.sessionTook)-now.Sub(s.lastSession), quiet); w > 0 {
+			need(w)
+		} else {
+			session = true
+		}
+	}
+	return spans, session, wait
+}
+
+// spansDone notes a span snapshot that started at start, took took and
+// wrote n spans.
+func (s *snapshotSchedule) spansDone(start time.Time, took time.Duration, n int) {
+	s.lastSpans, s.spansTook = start, took
+	if n > 0 {
+		s.perSpan = took / time.Duration(n)
+	}
+}
+
+// ran notes that the snapshots planned together ran from start to end.
+func (s *snapshotSchedule) ran(start, end time.Time) {
+	s.quiet = end.Add(snapshotBackoff * end.Sub(start))
+}
 
 func (x *Extension) lastSession() time.Time { return time.Unix(0, x.sessAt.Load()) }
 
