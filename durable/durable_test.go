@@ -314,6 +314,53 @@ func TestResumeRunParkedOnAskFromAnotherProcess(t *testing.T) {
 	})
 }
 
+// TestKillWhileParallelCallAsks kills a run inside a parallel group in
+// which one call asked (p2) while another was still running (p3): the
+// run is recovered in another process, parks on p2's question, and the
+// answer completes it. The call that had ended (p1) is not run again, the
+// one killed midway (p3, replay-safe) is, and the asking call gets the
+// answer.
+func TestKillWhileParallelCallAsks(t *testing.T) {
+	eachBackend(t, func(t *testing.T, dir string) {
+		if _, killed := runChild(t, dir, "run", "parask", "rq", true); !killed {
+			t.Fatal("the child was not killed")
+		}
+		rt := openFixture(t, dir, true, WithExecutorID("other"))
+		ctx := ctxT(t)
+		type result struct {
+			res *harness.RunResult
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := rt.Resume(ctx, "rq")
+			done <- result{res, err}
+		}()
+		never := make(chan error)
+		var none strings.Builder
+		ask := waitAsk(t, rt, "rq", never, &none)
+		if ask.Key != "rq/tool/1/p2" || ask.Tool != "askpar" {
+			t.Fatalf("the question is %s's (%s), want p2's", ask.Key, ask.Tool)
+		}
+		if err := rt.Reply(ctx, "rq", ask.Request.ID, harness.Answer{Choice: "blue"}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil || r.res.Text != "done: p1=fast-ok[ok] p2=chose blue[ok] p3=slow-ok[ok]" {
+			t.Fatalf("%+v %v", r.res, r.err)
+		}
+		// p1 ran once (its result was recorded before the kill), p3 twice
+		// (killed midway, replay-safe), p2 twice: it asked, and after the
+		// answer it ran again from its start and got it; the recovery
+		// replayed its recorded suspension without asking again.
+		c := counts(t, dir)
+		if c["tool fast rq/tool/1/p1"] != 1 || c["tool slowask rq/tool/1/p3"] != 2 || c["tool askpar rq/tool/1/p2"] != 2 ||
+			c["model 1"] != 1 || c["model 2"] != 1 || c["start rq attempt=2 recovered=true"] != 1 {
+			t.Fatalf("counters %v", c)
+		}
+	})
+}
+
 func TestKillMidUnsafeTool(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dir string) {
 		if _, killed := runChild(t, dir, "run", "unsafe", "ru", true); !killed {

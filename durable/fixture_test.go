@@ -112,7 +112,7 @@ func results(req *harness.ModelRequest) string {
 }
 
 // agents are the fixture's agent names.
-var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "work", "spill", "stall", "image", "smallimage"}
+var agents = []string{"safe", "unsafe", "model", "par", "approve", "ask", "parask", "work", "spill", "stall", "image", "smallimage"}
 
 func factory(dir, agent string) Factory {
 	return func(ctx context.Context) ([]harness.Option, error) {
@@ -131,6 +131,9 @@ func factory(dir, agent string) Factory {
 					return callMsg(harnesstest.Call("c1", "guarded", map[string]any{})), nil
 				case "ask":
 					return callMsg(harnesstest.Call("c1", "asker", map[string]any{})), nil
+				case "parask": // a parallel group in which one call asks
+					return callMsg(harnesstest.Call("p1", "fast", map[string]any{}), harnesstest.Call("p2", "askpar", map[string]any{}),
+						harnesstest.Call("p3", "slowask", map[string]any{})), nil
 				case "work":
 					return callMsg(harnesstest.Call("c1", "work", map[string]any{})), nil
 				case "spill":
@@ -241,6 +244,20 @@ func factory(dir, agent string) Factory {
 			tool("bomb", harness.ReplayUnsafe, false, func(context.Context) (string, error) {
 				killOnce(dir, "bomb")
 				return "bomb-ok", nil
+			}),
+			tool("askpar", harness.ReplaySafe, true, func(ctx context.Context) (string, error) {
+				a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "which?", Options: []string{"red", "blue"}})
+				if err != nil {
+					return "", err
+				}
+				return "chose " + a.Choice, nil
+			}),
+			tool("slowask", harness.ReplaySafe, true, func(ctx context.Context) (string, error) {
+				if os.Getenv(envKill) == "1" {
+					time.Sleep(800 * time.Millisecond) // p1 and p2 are recorded by then
+				}
+				killOnce(dir, "slowask")
+				return "slow-ok", nil
 			}),
 			tool("asker", harness.ReplaySafe, false, func(ctx context.Context) (string, error) {
 				a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "which?", Options: []string{"red", "blue"}})
