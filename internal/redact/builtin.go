@@ -357,14 +357,11 @@ func memberAhead(s string, i int) (end int, ok bool) {
 	default:
 		return end, false
 	}
-	for k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n') {
-		k++
-	}
+	k = skipAny(s, k, jsonSpace)
 	if k >= len(s) || s[k] != ':' {
 		return end, false
 	}
-	for k++; k < len(s) && (s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\n'); k++ {
-	}
+	k = skipAny(s, k+1, jsonSpace)
 	return end, k < len(s) && (s[k] == '"' || k+1 < len(s) && s[k] == '\\' && s[k+1] == '"')
 }
 
@@ -380,16 +377,29 @@ func separatorAhead(s string, e int) bool {
 	case k < len(s) && (s[k] == '"' || s[k] == '\''):
 		k++
 	}
-	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-		k++
-	}
+	k = skipAny(s, k, blanks)
 	if k >= len(s) || (s[k] != '=' && s[k] != ':') {
 		return false
 	}
 	if k+1 < len(s) && (s[k+1] == '>' || s[k+1] == '=') {
 		return true // "=>", ":=", or a value that starts with "=" or ">"
 	}
-	for k++; k < len(s) && (s[k] == ' ' || s[k] == '\t'); k++ {
-	}
+	k = skipAny(s, k+1, blanks)
 	return k >= len(s) || s[k] != '{'
+}
+
+// The bytes skipAny skips: JSON's white space, and the blanks of an
+// assignment.
+const (
+	jsonSpace = " \t\r\n"
+	blanks    = " \t"
+)
+
+// skipAny returns the index of the first byte of s at or after k that is
+// not in set.
+func skipAny(s string, k int, set string) int {
+	for k < len(s) && strings.IndexByte(set, s[k]) >= 0 {
+		k++
+	}
+	return k
 }
