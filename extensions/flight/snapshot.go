@@ -80,8 +80,12 @@ func (x *Extension) snapshotter() {
 			x.syncParts()
 		}
 		sched.lastSession = x.lastSession()
-		runSpans, runSession, next := sched.plan(time.Now(), x.spansDirty.Load(), x.sessionDirty.Load(), x.spans.pending(x.spanSeq))
+		spansDirty, pending := x.spansDirty.Load(), 0
+		if spansDirty {
+			pending = x.spans.pending(x.spanSeq)
+		}
 		start := time.Now()
+		runSpans, runSession, next := sched.plan(start, spansDirty, x.sessionDirty.Load(), pending)
 		if runSpans {
 			x.spansDirty.Store(false)
 			n := x.snapshotSpans(ctx)
