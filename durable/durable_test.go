@@ -73,6 +73,22 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// runResult is what a call that runs or waits for a run returned.
+type runResult struct {
+	res *harness.RunResult
+	err error
+}
+
+// async calls f in a goroutine; the channel delivers what it returned.
+func async(f func() (*harness.RunResult, error)) <-chan runResult {
+	ch := make(chan runResult, 1)
+	go func() {
+		res, err := f()
+		ch <- runResult{res, err}
+	}()
+	return ch
+}
+
 func TestRunCompletes(t *testing.T) {
 	dir := t.TempDir()
 	rt := openFixture(t, dir, true)
@@ -292,15 +308,7 @@ func TestResumeRunParkedOnAskFromAnotherProcess(t *testing.T) {
 		}
 		exited <- nil // for the deferred wait
 
-		type result struct {
-			res *harness.RunResult
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			res, err := rt.Resume(ctx, "rk")
-			done <- result{res, err}
-		}()
+		done := async(func() (*harness.RunResult, error) { return rt.Resume(ctx, "rk") })
 		if err := rt.Reply(ctx, "rk", "rk/tool/1/c1/ask/1", harness.Answer{Choice: "red"}); err != nil {
 			t.Fatal(err)
 		}
@@ -327,15 +335,7 @@ func TestKillWhileParallelCallAsks(t *testing.T) {
 		}
 		rt := openFixture(t, dir, true, WithExecutorID("other"))
 		ctx := ctxT(t)
-		type result struct {
-			res *harness.RunResult
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			res, err := rt.Resume(ctx, "rq")
-			done <- result{res, err}
-		}()
+		done := async(func() (*harness.RunResult, error) { return rt.Resume(ctx, "rq") })
 		never := make(chan error)
 		var none strings.Builder
 		ask := waitAsk(t, rt, "rq", never, &none)
@@ -578,15 +578,7 @@ func TestAskAnsweredFromAnotherProcess(t *testing.T) {
 	eachBackend(t, func(t *testing.T, dir string) {
 		rt := openFixture(t, dir, true)
 		ctx := ctxT(t)
-		type result struct {
-			res *harness.RunResult
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			res, err := rt.Run(ctx, "ask", "go", WithRunID("rq"))
-			done <- result{res, err}
-		}()
+		done := async(func() (*harness.RunResult, error) { return rt.Run(ctx, "ask", "go", WithRunID("rq")) })
 		out, _ := runChild(t, dir, "reply", "", "", false)
 		if !strings.HasPrefix(out, "rq rq/tool/1/c1/ask/1") {
 			t.Fatalf("reply child printed %q", out)

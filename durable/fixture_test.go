@@ -87,6 +87,19 @@ func killOnce(dir, point string) {
 	time.Sleep(time.Hour)
 }
 
+// askWhich asks the user to choose red or blue and says what was chosen;
+// answered, it calls then (when not nil) first.
+func askWhich(ctx context.Context, then func()) (string, error) {
+	a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "which?", Options: []string{"red", "blue"}})
+	if err != nil {
+		return "", err
+	}
+	if then != nil {
+		then()
+	}
+	return "chose " + a.Choice, nil
+}
+
 func callMsg(calls ...harness.ToolCall) *harness.ModelResponse {
 	m := harness.Message{Role: harness.RoleAssistant}
 	for i := range calls {
@@ -245,13 +258,7 @@ func factory(dir, agent string) Factory {
 				killOnce(dir, "bomb")
 				return "bomb-ok", nil
 			}),
-			tool("askpar", harness.ReplaySafe, true, func(ctx context.Context) (string, error) {
-				a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "which?", Options: []string{"red", "blue"}})
-				if err != nil {
-					return "", err
-				}
-				return "chose " + a.Choice, nil
-			}),
+			tool("askpar", harness.ReplaySafe, true, func(ctx context.Context) (string, error) { return askWhich(ctx, nil) }),
 			tool("slowask", harness.ReplaySafe, true, func(ctx context.Context) (string, error) {
 				if os.Getenv(envKill) == "1" {
 					time.Sleep(800 * time.Millisecond) // p1 and p2 are recorded by then
@@ -260,12 +267,7 @@ func factory(dir, agent string) Factory {
 				return "slow-ok", nil
 			}),
 			tool("asker", harness.ReplaySafe, false, func(ctx context.Context) (string, error) {
-				a, err := harness.AskUser(ctx, harness.AskRequest{Kind: harness.AskSelect, Prompt: "which?", Options: []string{"red", "blue"}})
-				if err != nil {
-					return "", err
-				}
-				killOnce(dir, "asker")
-				return "chose " + a.Choice, nil
+				return askWhich(ctx, func() { killOnce(dir, "asker") })
 			}),
 		}
 		snap := harness.MustTool(harness.NewTool("snap", "snap", func(ctx context.Context, _ in) (harness.ToolOutput, error) {

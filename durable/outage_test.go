@@ -103,22 +103,11 @@ func TestPostgresOutageMidRun(t *testing.T) {
 	defer cancel()
 	rt := openFixture(t, dir, true)
 	client := openFixture(t, dir, false, WithExecutorID("client"))
-	type result struct {
-		res *harness.RunResult
-		err error
-	}
-	ran, waited := make(chan result, 1), make(chan result, 1)
-	go func() {
-		res, err := rt.Run(ctx, "stall", "go", WithRunID("o1"))
-		ran <- result{res, err}
-	}()
+	ran := async(func() (*harness.RunResult, error) { return rt.Run(ctx, "stall", "go", WithRunID("o1")) })
 	for inFlight(t, dir)[DefaultExecutorID] == 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	go func() {
-		res, err := client.Wait(ctx, "o1")
-		waited <- result{res, err}
-	}()
+	waited := async(func() (*harness.RunResult, error) { return client.Wait(ctx, "o1") })
 	time.Sleep(200 * time.Millisecond) // the waiter is waiting
 	pg.stop(t)
 	stopped := time.Now()
@@ -131,7 +120,7 @@ func TestPostgresOutageMidRun(t *testing.T) {
 	}
 	pg.start(t)
 	t.Logf("the database was down for %v", time.Since(stopped).Round(time.Second))
-	for _, ch := range []chan result{ran, waited} {
+	for _, ch := range []<-chan runResult{ran, waited} {
 		select {
 		case r := <-ch:
 			if r.err != nil || r.res.Status != harness.StatusCompleted || r.res.Text != "done: c1=stall-ok[ok] c2=stall-ok[ok]" && r.res.Text != "done: c2=stall-ok[ok]" {
