@@ -127,8 +127,13 @@
 // # Recording: spans
 //
 // [Extension.SpanProcessor] is an OpenTelemetry SDK span processor that
-// keeps the recent ended spans, so that bundles carry the run's spans as
-// OTLP JSON without any tracing backend. At the first run the recorder
+// keeps the recent ended spans (2,048 by default, [WithSpanCapacity]), so
+// that bundles carry the run's spans as OTLP JSON without any tracing
+// backend. It keeps them encoded in one byte arena, not as the SDK's span
+// objects: a full buffer is one object to the garbage collector instead
+// of tens of thousands to mark at every cycle (in BenchmarkFullStack that
+// was ~5 µs a run), for a copy of each span's values when it ends (~0.5
+// µs for a span of 21 attributes). Reading spans back decodes them. At the first run the recorder
 // registers it on the TracerProvider of the agent's tracing extension
 // (found through its TracerProvider method) when that is an SDK provider,
 // *sdktrace.TracerProvider or exporters.Provider, and unregisters it at

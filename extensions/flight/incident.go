@@ -28,7 +28,7 @@ type bundleJob struct {
 	reason, runID string
 	now           time.Time
 	lines         [][]byte
-	spans         []sdktrace.ReadOnlySpan
+	spans         *spanCopy
 	dropped       uint64
 	reply         chan bundleResult // Trigger's; nil for automatic bundles
 	barrier       bool              // Flush's: build nothing, reply
@@ -40,9 +40,8 @@ type bundleResult struct {
 }
 
 // capture takes what a bundle of runID (every run when empty) needs from
-// the ring and the span buffer: a copy of the matching lines and the span
-// references (ended spans do not change). It is cheap: no decoding, no
-// conversion.
+// the ring and the span buffer: a copy of the matching lines and of the
+// span records. It is cheap: no decoding, no conversion.
 func (x *Extension) capture(reason, runID string) *bundleJob {
 	job := &bundleJob{reason: reason, runID: runID, now: x.cfg.now()}
 	var needle []byte
@@ -69,7 +68,7 @@ func (x *Extension) capture(reason, runID string) *bundleJob {
 		job.lines = append(job.lines, buf[start:len(buf):len(buf)])
 	}
 	x.mu.Unlock()
-	job.spans = x.spans.Spans(nil)
+	job.spans = x.spans.copySince(0, nil)
 	return job
 }
 
@@ -261,7 +260,10 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 		}
 	}
 	bw.SetInfo(job.reason, x.agentName, x.sessionID, job.dropped)
-	spans := job.spans
+	spans, err := job.spans.decode()
+	if err != nil {
+		ec.Logger().Warn("flight: bundle: span records", "err", err)
+	}
 	if job.runID != "" {
 		ids := bw.TraceIDs()
 		spans = slices.DeleteFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return !ids[s.SpanContext().TraceID().String()] })

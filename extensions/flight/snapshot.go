@@ -18,7 +18,6 @@ import (
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/otlpspans"
 	"github.com/harnessx/harnessx/internal/recording"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -270,7 +269,10 @@ func (x *Extension) snapshotSpans(ctx context.Context) int {
 	if !open {
 		return 0
 	}
-	spans, last := x.spans.since(x.spanSeq, x.inRecentTrace())
+	spans, last, derr := x.spans.since(x.spanSeq, x.inRecentTrace())
+	if derr != nil {
+		x.ec.Logger().Warn("flight: span snapshot", "err", derr)
+	}
 	if len(spans) == 0 {
 		x.spanSeq = last
 		return 0
@@ -302,7 +304,10 @@ func (x *Extension) compactSpans(ctx context.Context) int {
 	if !open {
 		return 0
 	}
-	spans, last := x.spans.since(0, x.inRecentTrace())
+	spans, last, derr := x.spans.since(0, x.inRecentTrace())
+	if derr != nil {
+		x.ec.Logger().Warn("flight: span snapshot", "err", derr)
+	}
 	req, err := otlpspans.FromSDK(ctx, spans)
 	var data []byte
 	if err == nil {
@@ -325,17 +330,17 @@ func (x *Extension) compactSpans(ctx context.Context) int {
 	return len(spans)
 }
 
-// inRecentTrace returns a filter of the spans of the recent traces this
+// inRecentTrace returns a filter of the recent traces this
 // recorder saw.
-func (x *Extension) inRecentTrace() func(sdktrace.ReadOnlySpan) bool {
+func (x *Extension) inRecentTrace() func(trace.TraceID) bool {
 	x.mu.Lock()
 	traces := make(map[trace.TraceID]struct{}, len(x.traces))
 	for t := range x.traces {
 		traces[t] = struct{}{}
 	}
 	x.mu.Unlock()
-	return func(s sdktrace.ReadOnlySpan) bool {
-		_, ok := traces[s.SpanContext().TraceID()]
+	return func(id trace.TraceID) bool {
+		_, ok := traces[id]
 		return ok
 	}
 }

@@ -3,6 +3,7 @@ package flight
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/harnessx/harnessx/internal/otlpjson"
@@ -22,16 +23,32 @@ import (
 //	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.SpanProcessor()))
 //
 // It is safe for concurrent use; OnEnd does not block.
+//
+// The spans are kept as records in one byte arena (see appendSpanRecord),
+// not as the SDK's objects, so that a full buffer costs the garbage
+// collector nearly nothing; [SpanProcessor.Spans] decodes them.
 type SpanProcessor struct {
 	mu      sync.Mutex
-	buf     []sdktrace.ReadOnlySpan // ring
-	seqs    []uint64                // seqs[i] numbers buf[i]: 1, 2, … in the order spans ended
-	ids     []spanKey               // ids[i] identifies buf[i], for recentLocked
-	seq     uint64                  // the number of the last span kept
-	next    int
+	slots   []spanSlot // ring, in the order spans ended
+	next    int        // the slot the next span goes to
 	full    bool
+	seq     uint64 // the number of the last span kept
 	dropped uint64
-	onEnd   func() // notifies the owning extension; may be nil
+	arena   spanArena
+	scopes  []*spanScope                     // referenced by slots; nil entries are free
+	odd     map[uint64]sdktrace.ReadOnlySpan // by seq: spans the records cannot encode, kept as they are
+	scratch []byte                           // OnEnd's encoding buffer
+	onEnd   func()                           // notifies the owning extension; may be nil
+}
+
+// spanSlot is one kept span: its record in the arena, numbered 1, 2, …
+// in the order spans ended.
+type spanSlot struct {
+	seq   uint64 // 0: empty
+	id    spanKey
+	off   int // of the record in the arena
+	n     int // the record's length
+	scope int // index in scopes
 }
 
 var _ sdktrace.SpanProcessor = (*SpanProcessor)(nil)
@@ -42,7 +59,7 @@ func newSpanProcessor(capacity int) *SpanProcessor {
 	if capacity <= 0 {
 		capacity = 2048
 	}
-	return &SpanProcessor{buf: make([]sdktrace.ReadOnlySpan, capacity), seqs: make([]uint64, capacity), ids: make([]spanKey, capacity)}
+	return &SpanProcessor{slots: make([]spanSlot, capacity)}
 }
 
 // spanKey identifies a span: its trace ID and span ID.
@@ -65,20 +82,90 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		p.mu.Unlock()
 		return
 	}
-	if p.full {
+	slot := &p.slots[p.next]
+	if slot.seq != 0 {
 		p.dropped++
+		p.evictLocked(slot)
 	}
+	rec, ok := appendSpanRecord(p.scratch[:0], s)
+	p.scratch = rec
 	p.seq++
-	p.buf[p.next], p.seqs[p.next], p.ids[p.next] = s, p.seq, id
+	*slot = spanSlot{seq: p.seq, id: id, scope: p.scopeLocked(s)}
+	if ok {
+		p.putLocked(slot, rec)
+	} else {
+		if p.odd == nil {
+			p.odd = make(map[uint64]sdktrace.ReadOnlySpan)
+		}
+		p.odd[p.seq] = s
+		slot.off = p.arena.head
+	}
 	p.next++
-	if p.next == len(p.buf) {
+	if p.next == len(p.slots) {
 		p.next, p.full = 0, true
+	}
+	if len(p.scratch) > 64<<10 {
+		p.scratch = nil // do not keep a huge span's buffer
 	}
 	fn := p.onEnd
 	p.mu.Unlock()
 	if fn != nil {
 		fn()
 	}
+}
+
+// putLocked copies rec, the record of the span of slot (the newest), into
+// the arena.
+func (p *SpanProcessor) putLocked(slot *spanSlot, rec []byte) {
+	o := p.next + 1
+	if o == len(p.slots) {
+		o = 0
+	}
+	if p.slots[o].seq == 0 {
+		o = 0 // the buffer is not full yet: slot 0 is the oldest
+	}
+	oldest := &p.slots[o]
+	slot.off = p.arena.put(rec, oldest.off, oldest == slot, p.allFrom(o))
+	slot.n = len(rec)
+}
+
+// evictLocked forgets the span in slot, the oldest.
+func (p *SpanProcessor) evictLocked(slot *spanSlot) {
+	if slot.n == 0 {
+		delete(p.odd, slot.seq)
+	}
+	p.arena.live -= slot.n
+	sc := p.scopes[slot.scope]
+	sc.refs--
+	if sc.refs == 0 {
+		p.scopes[slot.scope] = nil
+	}
+	slot.seq = 0
+}
+
+// scopeLocked returns the index of s's resource and scope in p.scopes,
+// adding them when new, and counts the reference.
+func (p *SpanProcessor) scopeLocked(s sdktrace.ReadOnlySpan) int {
+	free := -1
+	for i, sc := range p.scopes {
+		if sc == nil {
+			if free < 0 {
+				free = i
+			}
+			continue
+		}
+		if sc.same(s) {
+			sc.refs++
+			return i
+		}
+	}
+	sc := &spanScope{res: s.Resource(), scope: s.InstrumentationScope(), refs: 1}
+	if free >= 0 {
+		p.scopes[free] = sc
+		return free
+	}
+	p.scopes = append(p.scopes, sc)
+	return len(p.scopes) - 1
 }
 
 // recentDepth is how many of the latest spans OnEnd compares a span with
@@ -89,7 +176,7 @@ const recentDepth = 8
 // recentLocked reports whether the span id is one of the latest spans
 // kept.
 func (p *SpanProcessor) recentLocked(id spanKey) bool {
-	n := len(p.buf)
+	n := len(p.slots)
 	for k := 1; k <= recentDepth && k <= n; k++ {
 		i := p.next - k
 		if i < 0 {
@@ -98,7 +185,7 @@ func (p *SpanProcessor) recentLocked(id spanKey) bool {
 			}
 			i += n
 		}
-		if p.buf[i] != nil && p.ids[i] == id {
+		if p.slots[i].seq != 0 && p.slots[i].id == id {
 			return true
 		}
 	}
@@ -112,31 +199,109 @@ func (p *SpanProcessor) Shutdown(context.Context) error { return nil }
 func (p *SpanProcessor) ForceFlush(context.Context) error { return nil }
 
 // Spans returns the buffered spans, oldest first, that keep reports true
-// for (every span when keep is nil).
+// for (every span when keep is nil). They are decoded copies: a call
+// costs in proportion to the buffer.
 func (p *SpanProcessor) Spans(keep func(s sdktrace.ReadOnlySpan) bool) []sdktrace.ReadOnlySpan {
-	out, _ := p.since(0, keep)
-	return out
+	spans, _ := p.copySince(0, nil).decode()
+	if keep == nil {
+		return spans
+	}
+	return slices.DeleteFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return !keep(s) })
 }
 
-// since returns the buffered spans numbered after seq, oldest first,
-// that keep reports true for, and the number of the last span kept (seq
-// when none is newer).
-func (p *SpanProcessor) since(seq uint64, keep func(s sdktrace.ReadOnlySpan) bool) ([]sdktrace.ReadOnlySpan, uint64) {
+// since returns the buffered spans numbered after seq, oldest first, of
+// the traces keep reports true for (every trace when keep is nil), and
+// the number of the last span kept (seq when none is newer). The error
+// reports records that did not decode, left out.
+func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdktrace.ReadOnlySpan, uint64, error) {
+	c := p.copySince(seq, keep)
+	spans, err := c.decode()
+	return spans, c.last, err
+}
+
+// spanCopy is a copy of kept spans taken under the processor's lock, to
+// decode outside it: their records in one buffer, and the spans the
+// records could not encode.
+type spanCopy struct {
+	recs   []byte
+	spans  []copiedSpan
+	scopes []*spanScope
+	last   uint64
+}
+
+type copiedSpan struct {
+	off, n int
+	scope  *spanScope
+	odd    sdktrace.ReadOnlySpan
+}
+
+// copySince copies the kept spans numbered after seq of the traces keep
+// reports true for (all when nil).
+func (p *SpanProcessor) copySince(seq uint64, keep func(trace.TraceID) bool) *spanCopy {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []sdktrace.ReadOnlySpan
-	add := func(ss []sdktrace.ReadOnlySpan, seqs []uint64) {
-		for i, s := range ss {
-			if s != nil && seqs[i] > seq && (keep == nil || keep(s)) {
-				out = append(out, s)
+	c := &spanCopy{last: max(seq, p.seq)}
+	size := 0
+	start := p.next
+	if !p.full {
+		start = 0
+	}
+	for s := range p.allFrom(start) {
+		if s.seq > seq && (keep == nil || keep(s.id.trace)) {
+			size += s.n
+		}
+	}
+	c.recs = make([]byte, 0, size)
+	for s := range p.allFrom(start) {
+		if s.seq <= seq || (keep != nil && !keep(s.id.trace)) {
+			continue
+		}
+		cs := copiedSpan{off: len(c.recs), n: s.n, scope: p.scopes[s.scope]}
+		if s.n == 0 {
+			cs.odd = p.odd[s.seq]
+		}
+		c.recs = append(c.recs, p.arena.buf[s.off:s.off+s.n]...)
+		c.spans = append(c.spans, cs)
+	}
+	return c
+}
+
+// allFrom returns an iterator over the kept slots from index i, in ring
+// order.
+func (p *SpanProcessor) allFrom(i int) func(yield func(*spanSlot) bool) {
+	return func(yield func(*spanSlot) bool) {
+		n := len(p.slots)
+		for k := 0; k < n; k++ {
+			s := &p.slots[(i+k)%n]
+			if s.seq != 0 && !yield(s) {
+				return
 			}
 		}
 	}
-	if p.full {
-		add(p.buf[p.next:], p.seqs[p.next:])
+}
+
+// decode decodes the copied spans. A record that does not decode (a bug)
+// is left out and reported.
+func (c *spanCopy) decode() ([]sdktrace.ReadOnlySpan, error) {
+	if c == nil || len(c.spans) == 0 {
+		return nil, nil
 	}
-	add(p.buf[:p.next], p.seqs[:p.next])
-	return out, max(seq, p.seq)
+	out := make([]sdktrace.ReadOnlySpan, 0, len(c.spans))
+	all := string(c.recs) // one copy that the decoded strings share
+	var errs error
+	for _, cs := range c.spans {
+		if cs.odd != nil {
+			out = append(out, cs.odd)
+			continue
+		}
+		d, err := decodeSpanRecord(all[cs.off:cs.off+cs.n], cs.scope)
+		if err != nil {
+			errs = err
+			continue
+		}
+		out = append(out, d)
+	}
+	return out, errs
 }
 
 // pending returns how many kept spans are numbered after seq, at most
@@ -144,7 +309,7 @@ func (p *SpanProcessor) since(seq uint64, keep func(s sdktrace.ReadOnlySpan) boo
 func (p *SpanProcessor) pending(seq uint64) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return int(min(p.seq-min(seq, p.seq), uint64(len(p.buf))))
+	return int(min(p.seq-min(seq, p.seq), uint64(len(p.slots))))
 }
 
 // Dropped returns how many spans were evicted from the full buffer.
@@ -174,4 +339,70 @@ func marshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]b
 		return nil, fmt.Errorf("flight: spans: %w", err)
 	}
 	return b, nil
+}
+
+// spanArena holds the records of the kept spans in one byte slice used as
+// a ring: each record goes after the newest one, or at the start when it
+// does not fit before the end; a record is never split. When the records
+// kept take all the room, the arena grows (and it shrinks when they take
+// an eighth of it), copying them in order: its size follows what the
+// buffer holds.
+type spanArena struct {
+	buf  []byte
+	head int // where the next record goes
+	live int // the bytes of the kept records
+}
+
+// minArena is the size of a new arena.
+const minArena = 64 << 10
+
+// put copies rec into the arena and returns its offset. tail is the
+// offset of the oldest kept record (or, for a span kept as an object,
+// where the arena's head was when it ended), empty is true when no other
+// record is kept, and kept yields the kept slots oldest first, for put to
+// move them when the arena is reallocated.
+func (a *spanArena) put(rec []byte, tail int, empty bool, kept func(func(*spanSlot) bool)) int {
+	n := len(rec)
+	if empty {
+		a.head, a.live = 0, 0
+	}
+	off := -1
+	switch {
+	case len(a.buf) > minArena && len(a.buf) > 8*(a.live+n):
+		// The records take little of a large arena: shrink it.
+	case empty || tail < a.head: // the records lie in [tail, head)
+		if a.head+n <= len(a.buf) {
+			off = a.head
+		} else if n <= tail {
+			off = 0
+		}
+	default: // they lie in [tail, end) and [0, head): the room is [head, tail)
+		if a.head+n <= tail {
+			off = a.head
+		}
+	}
+	if off < 0 {
+		off = a.move(n, kept)
+	}
+	copy(a.buf[off:], rec)
+	a.head = off + n
+	a.live += n
+	return off
+}
+
+// move copies the kept records, oldest first, to the start of a new
+// arena with room for them and n more bytes, and returns where the next
+// record goes.
+func (a *spanArena) move(n int, kept func(func(*spanSlot) bool)) int {
+	buf := make([]byte, max(minArena, 2*(a.live+n)))
+	pos := 0
+	for s := range kept {
+		if s.n > 0 {
+			copy(buf[pos:], a.buf[s.off:s.off+s.n])
+		}
+		s.off = pos // for a span kept as an object: where the next record goes
+		pos += s.n
+	}
+	a.buf = buf
+	return pos
 }

@@ -1,0 +1,453 @@
+package flight
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"time"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// A span record is an ended span encoded into bytes, so that the span
+// buffer holds its spans in one pointer-free arena instead of as SDK
+// objects: thousands of kept spans then cost the garbage collector one
+// object to skip, not tens of thousands to mark on every cycle. The
+// resource and instrumentation scope, shared by many spans, stay objects
+// and are referenced by an index (see spanScopes).
+//
+// Layout (integers little-endian; n is a uvarint; str is n then bytes):
+//
+//	span:    ctx(self) ctx(parent) kind:1 time(start) time(end)
+//	         status:1 str(description) str(name) n(children)
+//	         attrs n(dropped attrs)
+//	         n(events) {str(name) time attrs n(dropped attrs)}* n(dropped events)
+//	         n(links) {ctx attrs n(dropped attrs)}* n(dropped links)
+//	ctx:     trace:16 span:8 flags:1 remote:1 str(trace state)
+//	time:    unix seconds:8 nanoseconds:4, or seconds = MinInt64 for the zero time
+//	attrs:   n {str(key) value}*
+//	value:   type:1 then by type: bool:1, int64:8, float64 bits:8,
+//	         string: str, bytes: str, []bool: n {1}*, []int64: n {8}*,
+//	         []float64: n {8}*, []string: n {str}*, slice: n {value}*,
+//	         map: attrs; empty: nothing
+//
+// appendSpanRecord reports false for a span with an attribute value of a
+// type it does not know (a later SDK's): the buffer keeps such a span as
+// it is.
+
+func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan) ([]byte, bool) {
+	ok := true
+	b = appendSpanContext(b, s.SpanContext())
+	b = appendSpanContext(b, s.Parent())
+	b = append(b, byte(s.SpanKind()))
+	b = appendTime(b, s.StartTime())
+	b = appendTime(b, s.EndTime())
+	st := s.Status()
+	b = append(b, byte(st.Code))
+	b = appendRecStr(b, st.Description)
+	b = appendRecStr(b, s.Name())
+	b = binary.AppendUvarint(b, uint64(s.ChildSpanCount()))
+	b, ok = appendAttrs(b, s.Attributes(), ok)
+	b = binary.AppendUvarint(b, uint64(s.DroppedAttributes()))
+	evs := s.Events()
+	b = binary.AppendUvarint(b, uint64(len(evs)))
+	for i := range evs {
+		e := &evs[i]
+		b = appendRecStr(b, e.Name)
+		b = appendTime(b, e.Time)
+		b, ok = appendAttrs(b, e.Attributes, ok)
+		b = binary.AppendUvarint(b, uint64(e.DroppedAttributeCount))
+	}
+	b = binary.AppendUvarint(b, uint64(s.DroppedEvents()))
+	links := s.Links()
+	b = binary.AppendUvarint(b, uint64(len(links)))
+	for i := range links {
+		l := &links[i]
+		b = appendSpanContext(b, l.SpanContext)
+		b, ok = appendAttrs(b, l.Attributes, ok)
+		b = binary.AppendUvarint(b, uint64(l.DroppedAttributeCount))
+	}
+	b = binary.AppendUvarint(b, uint64(s.DroppedLinks()))
+	return b, ok
+}
+
+func appendSpanContext(b []byte, sc trace.SpanContext) []byte {
+	t, s := sc.TraceID(), sc.SpanID()
+	b = append(b, t[:]...)
+	b = append(b, s[:]...)
+	remote := byte(0)
+	if sc.IsRemote() {
+		remote = 1
+	}
+	b = append(b, byte(sc.TraceFlags()), remote)
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		return appendRecStr(b, ts.String())
+	}
+	return append(b, 0)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(b, 1<<63), 0)
+	}
+	return binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint64(b, uint64(t.Unix())), uint32(t.Nanosecond()))
+}
+
+func appendRecStr(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool) ([]byte, bool) {
+	b = binary.AppendUvarint(b, uint64(len(kvs)))
+	for i := range kvs {
+		kv := &kvs[i]
+		b = appendRecStr(b, string(kv.Key))
+		// The common types here, the others in appendValue.
+		switch t := kv.Value.Type(); t {
+		case attribute.STRING:
+			b = appendRecStr(append(b, byte(t)), kv.Value.AsString())
+		case attribute.INT64:
+			b = binary.LittleEndian.AppendUint64(append(b, byte(t)), uint64(kv.Value.AsInt64()))
+		default:
+			b, ok = appendValue(b, kv.Value, ok)
+		}
+	}
+	return b, ok
+}
+
+func appendValue(b []byte, v attribute.Value, ok bool) ([]byte, bool) {
+	t := v.Type()
+	b = append(b, byte(t))
+	switch t {
+	case attribute.EMPTY:
+	case attribute.BOOL:
+		c := byte(0)
+		if v.AsBool() {
+			c = 1
+		}
+		b = append(b, c)
+	case attribute.INT64:
+		b = binary.LittleEndian.AppendUint64(b, uint64(v.AsInt64()))
+	case attribute.FLOAT64:
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.AsFloat64()))
+	case attribute.STRING:
+		b = appendRecStr(b, v.AsString())
+	case attribute.BYTESLICE:
+		bs := v.AsByteSlice()
+		b = append(binary.AppendUvarint(b, uint64(len(bs))), bs...)
+	case attribute.BOOLSLICE:
+		vs := v.AsBoolSlice()
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, x := range vs {
+			c := byte(0)
+			if x {
+				c = 1
+			}
+			b = append(b, c)
+		}
+	case attribute.INT64SLICE:
+		vs := v.AsInt64Slice()
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, x := range vs {
+			b = binary.LittleEndian.AppendUint64(b, uint64(x))
+		}
+	case attribute.FLOAT64SLICE:
+		vs := v.AsFloat64Slice()
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, x := range vs {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		}
+	case attribute.STRINGSLICE:
+		vs := v.AsStringSlice()
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, x := range vs {
+			b = appendRecStr(b, x)
+		}
+	case attribute.SLICE:
+		vs := v.AsSlice()
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, x := range vs {
+			b, ok = appendValue(b, x, ok)
+		}
+	case attribute.MAP:
+		b, ok = appendAttrs(b, v.AsMap(), ok)
+	default:
+		ok = false
+	}
+	return b, ok
+}
+
+// errSpanRecord reports a record that does not decode: a bug, since the
+// buffer only decodes what it encoded.
+var errSpanRecord = errors.New("flight: corrupt span record")
+
+// spanReader decodes one record. Its strings share one copy of the
+// record's bytes (str), so that a decoded span costs a few allocations,
+// not one per string.
+type spanReader struct {
+	str string // the record
+	off int
+	err error
+}
+
+func (r *spanReader) fail() {
+	if r.err == nil {
+		r.err = errSpanRecord
+	}
+	r.off = len(r.str)
+}
+
+func (r *spanReader) bytes(n int) string {
+	if n < 0 || n > len(r.str)-r.off {
+		r.fail()
+		return ""
+	}
+	s := r.str[r.off : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *spanReader) byte() byte {
+	s := r.bytes(1)
+	if s == "" {
+		return 0
+	}
+	return s[0]
+}
+
+func (r *spanReader) uvarint() uint64 {
+	var x uint64
+	var shift uint
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		if c < 0x80 {
+			return x | uint64(c)<<shift
+		}
+		x |= uint64(c&0x7f) << shift
+		shift += 7
+	}
+	r.fail()
+	return 0
+}
+
+// count reads a length that must fit in what is left of the record, each
+// item taking at least min bytes.
+func (r *spanReader) count(min int) int {
+	n := r.uvarint()
+	if n > uint64(len(r.str)-r.off)/uint64(min) {
+		r.fail()
+		return 0
+	}
+	return int(n)
+}
+
+func (r *spanReader) u64() uint64 {
+	s := r.bytes(8)
+	if len(s) < 8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
+}
+
+func (r *spanReader) text() string { return r.bytes(r.count(1)) }
+
+func (r *spanReader) time() time.Time {
+	sec := r.u64()
+	s := r.bytes(4)
+	if len(s) < 4 || sec == 1<<63 {
+		return time.Time{}
+	}
+	return time.Unix(int64(sec), int64(binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s), 4))))
+}
+
+func (r *spanReader) spanContext() trace.SpanContext {
+	var cfg trace.SpanContextConfig
+	copy(cfg.TraceID[:], r.bytes(16))
+	copy(cfg.SpanID[:], r.bytes(8))
+	cfg.TraceFlags = trace.TraceFlags(r.byte())
+	cfg.Remote = r.byte() == 1
+	if ts := r.text(); ts != "" {
+		st, err := trace.ParseTraceState(ts)
+		if err != nil {
+			r.fail()
+		}
+		cfg.TraceState = st
+	}
+	return trace.NewSpanContext(cfg)
+}
+
+func (r *spanReader) attrs() []attribute.KeyValue {
+	n := r.count(2)
+	if n == 0 {
+		return nil
+	}
+	kvs := make([]attribute.KeyValue, n)
+	for i := range kvs {
+		kvs[i].Key = attribute.Key(r.text())
+		kvs[i].Value = r.value()
+	}
+	return kvs
+}
+
+func (r *spanReader) value() attribute.Value {
+	switch attribute.Type(r.byte()) {
+	case attribute.EMPTY:
+		return attribute.Value{}
+	case attribute.BOOL:
+		return attribute.BoolValue(r.byte() == 1)
+	case attribute.INT64:
+		return attribute.Int64Value(int64(r.u64()))
+	case attribute.FLOAT64:
+		return attribute.Float64Value(math.Float64frombits(r.u64()))
+	case attribute.STRING:
+		return attribute.StringValue(r.text())
+	case attribute.BYTESLICE:
+		return attribute.ByteSliceValue([]byte(r.text()))
+	case attribute.BOOLSLICE:
+		vs := make([]bool, r.count(1))
+		for i := range vs {
+			vs[i] = r.byte() == 1
+		}
+		return attribute.BoolSliceValue(vs)
+	case attribute.INT64SLICE:
+		vs := make([]int64, r.count(8))
+		for i := range vs {
+			vs[i] = int64(r.u64())
+		}
+		return attribute.Int64SliceValue(vs)
+	case attribute.FLOAT64SLICE:
+		vs := make([]float64, r.count(8))
+		for i := range vs {
+			vs[i] = math.Float64frombits(r.u64())
+		}
+		return attribute.Float64SliceValue(vs)
+	case attribute.STRINGSLICE:
+		vs := make([]string, r.count(1))
+		for i := range vs {
+			vs[i] = r.text()
+		}
+		return attribute.StringSliceValue(vs)
+	case attribute.SLICE:
+		vs := make([]attribute.Value, r.count(1))
+		for i := range vs {
+			vs[i] = r.value()
+		}
+		return attribute.SliceValue(vs...)
+	case attribute.MAP:
+		return attribute.MapValue(r.attrs()...)
+	}
+	r.fail()
+	return attribute.Value{}
+}
+
+// decodedSpan is a span decoded from a record: the fields of a
+// ReadOnlySpan, read back.
+type decodedSpan struct {
+	sdktrace.ReadOnlySpan // only for the interface's unexported method; never called
+
+	name          string
+	sc, parent    trace.SpanContext
+	kind          trace.SpanKind
+	start, end    time.Time
+	status        sdktrace.Status
+	children      int
+	attrs         []attribute.KeyValue
+	droppedAttrs  int
+	events        []sdktrace.Event
+	droppedEvents int
+	links         []sdktrace.Link
+	droppedLinks  int
+	scope         *spanScope
+}
+
+// decodeSpanRecord decodes rec, a record appendSpanRecord wrote, into a
+// span of the given resource and scope.
+func decodeSpanRecord(rec string, scope *spanScope) (*decodedSpan, error) {
+	r := &spanReader{str: rec}
+	d := &decodedSpan{scope: scope}
+	d.sc = r.spanContext()
+	d.parent = r.spanContext()
+	d.kind = trace.SpanKind(r.byte())
+	d.start = r.time()
+	d.end = r.time()
+	d.status.Code = codes.Code(r.byte())
+	d.status.Description = r.text()
+	d.name = r.text()
+	d.children = int(r.uvarint())
+	d.attrs = r.attrs()
+	d.droppedAttrs = int(r.uvarint())
+	if n := r.count(14); n > 0 {
+		d.events = make([]sdktrace.Event, n)
+		for i := range d.events {
+			e := &d.events[i]
+			e.Name = r.text()
+			e.Time = r.time()
+			e.Attributes = r.attrs()
+			e.DroppedAttributeCount = int(r.uvarint())
+		}
+	}
+	d.droppedEvents = int(r.uvarint())
+	if n := r.count(28); n > 0 {
+		d.links = make([]sdktrace.Link, n)
+		for i := range d.links {
+			l := &d.links[i]
+			l.SpanContext = r.spanContext()
+			l.Attributes = r.attrs()
+			l.DroppedAttributeCount = int(r.uvarint())
+		}
+	}
+	d.droppedLinks = int(r.uvarint())
+	if r.err == nil && r.off != len(r.str) {
+		r.fail()
+	}
+	return d, r.err
+}
+
+func (d *decodedSpan) Name() string                     { return d.name }
+func (d *decodedSpan) SpanContext() trace.SpanContext   { return d.sc }
+func (d *decodedSpan) Parent() trace.SpanContext        { return d.parent }
+func (d *decodedSpan) SpanKind() trace.SpanKind         { return d.kind }
+func (d *decodedSpan) StartTime() time.Time             { return d.start }
+func (d *decodedSpan) EndTime() time.Time               { return d.end }
+func (d *decodedSpan) Attributes() []attribute.KeyValue { return d.attrs }
+func (d *decodedSpan) Links() []sdktrace.Link           { return d.links }
+func (d *decodedSpan) Events() []sdktrace.Event         { return d.events }
+func (d *decodedSpan) Status() sdktrace.Status          { return d.status }
+func (d *decodedSpan) InstrumentationScope() instrumentation.Scope {
+	return d.scope.scope
+}
+
+//nolint:staticcheck // part of the interface
+func (d *decodedSpan) InstrumentationLibrary() instrumentation.Library {
+	return d.scope.scope
+}
+func (d *decodedSpan) Resource() *resource.Resource { return d.scope.res }
+func (d *decodedSpan) DroppedAttributes() int       { return d.droppedAttrs }
+func (d *decodedSpan) DroppedLinks() int            { return d.droppedLinks }
+func (d *decodedSpan) DroppedEvents() int           { return d.droppedEvents }
+func (d *decodedSpan) ChildSpanCount() int          { return d.children }
+
+// spanScope is what spans share and their records reference: the
+// resource and instrumentation scope of the provider and tracer that made
+// them, with the number of kept records that reference it.
+type spanScope struct {
+	res   *resource.Resource
+	scope instrumentation.Scope
+	refs  int
+}
+
+// same reports whether s is the resource and scope of span.
+func (s *spanScope) same(span sdktrace.ReadOnlySpan) bool {
+	sc := span.InstrumentationScope()
+	return s.res == span.Resource() && s.scope.Name == sc.Name && s.scope.Version == sc.Version &&
+		s.scope.SchemaURL == sc.SchemaURL && s.scope.Attributes.Equals(&sc.Attributes)
+}

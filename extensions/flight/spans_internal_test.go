@@ -1,0 +1,300 @@
+package flight
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// everyKindStub is a span with every field set and an attribute of every
+// value type the SDK has.
+func everyKindStub(t testing.TB) tracetest.SpanStub {
+	ts, err := trace.ParseTraceState("vendor=abc,other=x1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5}, TraceFlags: trace.FlagsSampled, TraceState: ts})
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{9}, Remote: true})
+	link := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{7}, SpanID: trace.SpanID{8}, TraceFlags: trace.FlagsSampled})
+	attrs := []attribute.KeyValue{
+		{Key: "empty"},
+		attribute.Bool("t", true), attribute.Bool("f", false),
+		attribute.Int64("i", -1<<62), attribute.Int64("zero", 0),
+		attribute.Float64("pi", math.Pi), attribute.Float64("nan", math.NaN()), attribute.Float64("inf", math.Inf(-1)),
+		attribute.String("s", "héllo \x00 \xff"), attribute.String("", ""), attribute.String("long", strings.Repeat("x", 70_000)),
+		attribute.ByteSlice("bytes", []byte{0, 1, 255}), attribute.ByteSlice("nobytes", nil),
+		attribute.BoolSlice("bs", []bool{true, false, true}), attribute.Int64Slice("is", []int64{1, -2, math.MaxInt64}),
+		attribute.Float64Slice("fs", []float64{0.5, -1e300}), attribute.StringSlice("ss", []string{"a", "", "ccc"}),
+		attribute.StringSlice("noss", nil),
+		attribute.Slice("mixed", attribute.IntValue(1), attribute.StringValue("two"), attribute.SliceValue(attribute.BoolValue(true))),
+		attribute.Map("map", attribute.String("k", "v"), attribute.Map("inner", attribute.Int("n", 3))),
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", "svc"))
+	return tracetest.SpanStub{
+		Name: "chat m", SpanContext: sc, Parent: parent, SpanKind: trace.SpanKindClient,
+		StartTime: time.Unix(1_700_000_000, 123_456_789), EndTime: time.Unix(1_700_000_001, 999_999_999),
+		Attributes: attrs,
+		Events: []sdktrace.Event{
+			{Name: "exception", Time: time.Unix(1_700_000_000, 5), Attributes: attrs[:9], DroppedAttributeCount: 2},
+			{Name: "", Time: time.Time{}},
+		},
+		Links:  []sdktrace.Link{{SpanContext: link, Attributes: attrs[3:5], DroppedAttributeCount: 1}, {SpanContext: parent}},
+		Status: sdktrace.Status{Code: codes.Error, Description: "it failed"}, DroppedAttributes: 3, DroppedEvents: 4, DroppedLinks: 5,
+		ChildSpanCount: 6, Resource: res,
+		InstrumentationScope: instrumentation.Scope{Name: "scope", Version: "v1", SchemaURL: "https://example.com/s",
+			Attributes: attribute.NewSet(attribute.String("a", "b"))},
+	}
+}
+
+// asStub reads s back as a stub, for comparisons.
+func asStub(s sdktrace.ReadOnlySpan) tracetest.SpanStub {
+	st := tracetest.SpanStubFromReadOnlySpan(s)
+	st.InstrumentationLibrary = instrumentation.Scope{}
+	return st
+}
+
+func TestSpanRecordRoundTrip(t *testing.T) {
+	stubs := []tracetest.SpanStub{everyKindStub(t), {Name: "bare"}}
+	for _, stub := range stubs {
+		in := stub.Snapshot()
+		rec, ok := appendSpanRecord(nil, in)
+		if !ok {
+			t.Fatalf("%s: not encodable", stub.Name)
+		}
+		out, err := decodeSpanRecord(string(rec), &spanScope{res: in.Resource(), scope: in.InstrumentationScope()})
+		if err != nil {
+			t.Fatalf("%s: %v", stub.Name, err)
+		}
+		want, got := asStub(in), asStub(out)
+		// NaN is not equal to itself: compare its bits.
+		if !reflect.DeepEqual(fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", want)) {
+			t.Errorf("%s: decoded\n%#v\nwant\n%#v", stub.Name, got, want)
+		}
+		for i, kv := range want.Attributes {
+			if kv.Value.Type() == attribute.FLOAT64 && math.Float64bits(got.Attributes[i].Value.AsFloat64()) != math.Float64bits(kv.Value.AsFloat64()) {
+				t.Errorf("%s: %s = %v, want %v", stub.Name, kv.Key, got.Attributes[i].Value.AsFloat64(), kv.Value.AsFloat64())
+			}
+		}
+	}
+}
+
+func TestSpanRecordCorrupt(t *testing.T) {
+	rec, _ := appendSpanRecord(nil, everyKindStub(t).Snapshot())
+	for n := 0; n < len(rec); n += 1 + n/64 {
+		if _, err := decodeSpanRecord(string(rec[:n]), &spanScope{}); err == nil {
+			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(rec))
+		}
+	}
+	if _, err := decodeSpanRecord(string(rec)+"x", &spanScope{}); err == nil {
+		t.Fatal("a record with a trailing byte decoded")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := []byte(string(rec[:min(len(rec), 600)]))
+		for range 1 + r.IntN(4) {
+			b[r.IntN(len(b))] = byte(r.Uint32())
+		}
+		decodeSpanRecord(string(b), &spanScope{}) // must not panic
+	}
+}
+
+// payloadSpan is a span named name with a payload of n bytes.
+func payloadSpan(tr trace.Tracer, name string, n int) {
+	_, s := tr.Start(context.Background(), name)
+	s.SetAttributes(attribute.String("payload", strings.Repeat(name[:1], n)))
+	s.End()
+}
+
+func TestSpanBufferKeepsTheLatest(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, capacity := range []int{1, 2, 3, 7, 64} {
+		p := newSpanProcessor(capacity)
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
+		tr := tp.Tracer("t")
+		type want struct {
+			name string
+			n    int
+		}
+		var all []want
+		for i := range 400 {
+			n := r.IntN(300)
+			switch r.IntN(20) {
+			case 0:
+				n = 200_000 + r.IntN(100_000) // a burst of large spans
+			case 1:
+				n = 0
+			}
+			name := fmt.Sprintf("%c%d", 'a'+rune(i%26), i)
+			payloadSpan(tr, name, n)
+			all = append(all, want{name, n})
+			got := p.Spans(nil)
+			exp := all[max(0, len(all)-capacity):]
+			if len(got) != len(exp) {
+				t.Fatalf("capacity %d, after %d spans: %d kept, want %d", capacity, len(all), len(got), len(exp))
+			}
+			for k, s := range got {
+				v := s.Attributes()[0].Value.AsString()
+				if s.Name() != exp[k].name || len(v) != exp[k].n || strings.Trim(v, exp[k].name[:1]) != "" {
+					t.Fatalf("capacity %d, after %d spans: span %d is %q with %d bytes, want %q with %d", capacity, len(all), k, s.Name(), len(v), exp[k].name, exp[k].n)
+				}
+			}
+			if d := p.Dropped(); d != uint64(len(all)-len(exp)) {
+				t.Fatalf("capacity %d: %d dropped, want %d", capacity, d, len(all)-len(exp))
+			}
+		}
+		// Small spans only, for long enough to wrap: the arena shrinks to
+		// what they need.
+		for i := range 20 * capacity {
+			payloadSpan(tr, fmt.Sprintf("s%d", i), 100)
+		}
+		if got := len(p.arena.buf); got > max(minArena, 16*p.arena.live) {
+			t.Errorf("capacity %d: the arena is %d bytes for %d bytes of records", capacity, got, p.arena.live)
+		}
+		_ = tp.Shutdown(context.Background())
+	}
+}
+
+func TestSpanBufferSince(t *testing.T) {
+	p := newSpanProcessor(4)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
+	tr := tp.Tracer("t")
+	for i := range 6 {
+		payloadSpan(tr, fmt.Sprint(i), 10)
+	}
+	names := func(spans []sdktrace.ReadOnlySpan) string {
+		var b []string
+		for _, s := range spans {
+			b = append(b, s.Name())
+		}
+		return strings.Join(b, ",")
+	}
+	if got, last, _ := p.since(4, nil); names(got) != "4,5" || last != 6 {
+		t.Errorf("since(4) = %s, %d; want 4,5, 6", names(got), last)
+	}
+	if got, last, _ := p.since(0, nil); names(got) != "2,3,4,5" || last != 6 {
+		t.Errorf("since(0) = %s, %d; want 2,3,4,5, 6", names(got), last)
+	}
+	if got, last, _ := p.since(6, nil); len(got) != 0 || last != 6 {
+		t.Errorf("since(6) = %s, %d; want nothing, 6", names(got), last)
+	}
+	if n := p.pending(3); n != 3 {
+		t.Errorf("pending(3) = %d, want 3", n)
+	}
+	second := p.Spans(nil)[1].SpanContext().TraceID()
+	if got, _, _ := p.since(0, func(id trace.TraceID) bool { return id == second }); names(got) != "3" {
+		t.Errorf("since(0, one trace) = %s, want 3", names(got))
+	}
+}
+
+func TestSpanBufferDropsRepeats(t *testing.T) {
+	p := newSpanProcessor(8)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p), sdktrace.WithSpanProcessor(p))
+	payloadSpan(tp.Tracer("t"), "once", 3)
+	if n := len(p.Spans(nil)); n != 1 {
+		t.Errorf("a span given twice was kept %d times", n)
+	}
+}
+
+// TestSpanBufferScopes checks that spans keep their provider's resource
+// and tracer's scope, and that the buffer forgets a scope when it holds
+// no span of it.
+func TestSpanBufferScopes(t *testing.T) {
+	p := newSpanProcessor(3)
+	ra := resource.NewSchemaless(attribute.String("service.name", "a"))
+	rb := resource.NewSchemaless(attribute.String("service.name", "b"))
+	tpa := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p), sdktrace.WithResource(ra))
+	tpb := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p), sdktrace.WithResource(rb))
+	payloadSpan(tpa.Tracer("x", trace.WithInstrumentationVersion("1")), "a1", 1)
+	payloadSpan(tpb.Tracer("x"), "b1", 1)
+	payloadSpan(tpa.Tracer("y"), "a2", 1)
+	for _, s := range p.Spans(nil) {
+		want := map[string]string{"a1": "a/x/1", "b1": "b/x/", "a2": "a/y/"}[s.Name()]
+		sn, _ := s.Resource().Set().Value("service.name")
+		if got := sn.AsString() + "/" + s.InstrumentationScope().Name + "/" + s.InstrumentationScope().Version; got != want {
+			t.Errorf("%s: resource/scope %s, want %s", s.Name(), got, want)
+		}
+	}
+	for i := range 3 {
+		payloadSpan(tpb.Tracer("x"), fmt.Sprint("b", i+2), 1)
+	}
+	n := 0
+	for _, sc := range p.scopes {
+		if sc != nil {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d scopes kept for spans of one scope", n)
+	}
+}
+
+// oddSpan is a span with an attribute value of a type the records do not
+// know, as a later SDK might have.
+type oddSpan struct{ sdktrace.ReadOnlySpan }
+
+func (o oddSpan) Attributes() []attribute.KeyValue {
+	v := attribute.StringValue("x")
+	*(*attribute.Type)(unsafe.Pointer(&v)) = 99 // Value's first field is its type
+	return []attribute.KeyValue{{Key: "odd", Value: v}}
+}
+
+func TestSpanBufferKeepsUnknownValuesAsSpans(t *testing.T) {
+	p := newSpanProcessor(2)
+	base := everyKindStub(t)
+	for i := range 5 {
+		base.Name = fmt.Sprint(i)
+		base.SpanContext = base.SpanContext.WithSpanID(trace.SpanID{byte(i + 1)})
+		s := base.Snapshot()
+		if i%2 == 1 {
+			s = oddSpan{s}
+		}
+		p.OnEnd(s)
+	}
+	got := p.Spans(nil)
+	if len(got) != 2 || got[0].Name() != "3" || got[1].Name() != "4" {
+		t.Fatalf("kept %d spans", len(got))
+	}
+	if _, ok := got[0].(oddSpan); !ok {
+		t.Errorf("span 3 is %T, want the span as it was given", got[0])
+	}
+	if len(p.odd) != 1 {
+		t.Errorf("%d spans kept as objects, want 1 (the others were evicted)", len(p.odd))
+	}
+}
+
+// BenchmarkSpanProcessorOnEnd keeps SDK spans like a traced run's (21
+// attributes, 15 of them strings of ~70 bytes) in a full buffer.
+func BenchmarkSpanProcessorOnEnd(b *testing.B) {
+	attrs := everyKindStub(b).Attributes[1:7]
+	for k := range 15 {
+		attrs = append(attrs[:len(attrs):len(attrs)], attribute.String(fmt.Sprint("gen_ai.key.", k), strings.Repeat("v", 10*k)))
+	}
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	for range 2 * recentDepth { // never a repeat of the latest spans
+		_, s := tp.Tracer("t").Start(context.Background(), "chat m", trace.WithAttributes(attrs...))
+		s.End()
+	}
+	spans := sr.Ended()
+	p := newSpanProcessor(0)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		p.OnEnd(spans[i%len(spans)])
+		i++
+	}
+}
