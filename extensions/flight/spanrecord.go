@@ -31,7 +31,8 @@ import (
 //	         n(links) {ctx attrs n(dropped attrs)}* n(dropped links)
 //	ctx:     trace:16 span:8 flags:1 remote:1 str(trace state)
 //	time:    unix seconds:8 nanoseconds:4, or seconds = MinInt64 for the zero time
-//	attrs:   n {str(key) value}*
+//	attrs:   n {key value}*
+//	key:     n: the key's number + 1 (see spanKeys), or 0 then str
 //	value:   type:1 then by type: bool:1, int64:8, float64 bits:8,
 //	         string: str, bytes: str, []bool: n {1}*, []int64: n {8}*,
 //	         []float64: n {8}*, []string: n {str}*, slice: n {value}*,
@@ -41,7 +42,7 @@ import (
 // type it does not know (a later SDK's): the buffer keeps such a span as
 // it is.
 
-func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan) ([]byte, bool) {
+func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, keys *spanKeys) ([]byte, bool) {
 	ok := true
 	b = appendSpanContext(b, s.SpanContext())
 	b = appendSpanContext(b, s.Parent())
@@ -53,7 +54,7 @@ func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan) ([]byte, bool) {
 	b = appendRecStr(b, st.Description)
 	b = appendRecStr(b, s.Name())
 	b = binary.AppendUvarint(b, uint64(s.ChildSpanCount()))
-	b, ok = appendAttrs(b, s.Attributes(), ok)
+	b, ok = appendAttrs(b, s.Attributes(), ok, keys)
 	b = binary.AppendUvarint(b, uint64(s.DroppedAttributes()))
 	evs := s.Events()
 	b = binary.AppendUvarint(b, uint64(len(evs)))
@@ -61,7 +62,7 @@ func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan) ([]byte, bool) {
 		e := &evs[i]
 		b = appendRecStr(b, e.Name)
 		b = appendTime(b, e.Time)
-		b, ok = appendAttrs(b, e.Attributes, ok)
+		b, ok = appendAttrs(b, e.Attributes, ok, keys)
 		b = binary.AppendUvarint(b, uint64(e.DroppedAttributeCount))
 	}
 	b = binary.AppendUvarint(b, uint64(s.DroppedEvents()))
@@ -70,7 +71,7 @@ func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan) ([]byte, bool) {
 	for i := range links {
 		l := &links[i]
 		b = appendSpanContext(b, l.SpanContext)
-		b, ok = appendAttrs(b, l.Attributes, ok)
+		b, ok = appendAttrs(b, l.Attributes, ok, keys)
 		b = binary.AppendUvarint(b, uint64(l.DroppedAttributeCount))
 	}
 	b = binary.AppendUvarint(b, uint64(s.DroppedLinks()))
@@ -103,11 +104,15 @@ func appendRecStr(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool) ([]byte, bool) {
+func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool, keys *spanKeys) ([]byte, bool) {
 	b = binary.AppendUvarint(b, uint64(len(kvs)))
 	for i := range kvs {
 		kv := &kvs[i]
-		b = appendRecStr(b, string(kv.Key))
+		if n, ok := keys.number(string(kv.Key)); ok {
+			b = binary.AppendUvarint(b, uint64(n)+1)
+		} else {
+			b = appendRecStr(append(b, 0), string(kv.Key))
+		}
 		// The common types here, the others in appendValue.
 		switch t := kv.Value.Type(); t {
 		case attribute.STRING:
@@ -115,13 +120,13 @@ func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool) ([]byte, bool) {
 		case attribute.INT64:
 			b = binary.LittleEndian.AppendUint64(append(b, byte(t)), uint64(kv.Value.AsInt64()))
 		default:
-			b, ok = appendValue(b, kv.Value, ok)
+			b, ok = appendValue(b, kv.Value, ok, keys)
 		}
 	}
 	return b, ok
 }
 
-func appendValue(b []byte, v attribute.Value, ok bool) ([]byte, bool) {
+func appendValue(b []byte, v attribute.Value, ok bool, keys *spanKeys) ([]byte, bool) {
 	t := v.Type()
 	b = append(b, byte(t))
 	switch t {
@@ -173,10 +178,10 @@ func appendValue(b []byte, v attribute.Value, ok bool) ([]byte, bool) {
 		vs := v.AsSlice()
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, x := range vs {
-			b, ok = appendValue(b, x, ok)
+			b, ok = appendValue(b, x, ok, keys)
 		}
 	case attribute.MAP:
-		b, ok = appendAttrs(b, v.AsMap(), ok)
+		b, ok = appendAttrs(b, v.AsMap(), ok, keys)
 	default:
 		ok = false
 	}
@@ -191,7 +196,8 @@ var errSpanRecord = errors.New("flight: corrupt span record")
 // record's bytes (str), so that a decoded span costs a few allocations,
 // not one per string.
 type spanReader struct {
-	str string // the record
+	keys []string // the key numbers' names
+	str  string   // the record
 	off int
 	err error
 }
@@ -292,7 +298,13 @@ func (r *spanReader) attrs() []attribute.KeyValue {
 	}
 	kvs := make([]attribute.KeyValue, n)
 	for i := range kvs {
-		kvs[i].Key = attribute.Key(r.text())
+		if n := r.uvarint(); n == 0 {
+			kvs[i].Key = attribute.Key(r.text())
+		} else if n <= uint64(len(r.keys)) {
+			kvs[i].Key = attribute.Key(r.keys[n-1])
+		} else {
+			r.fail()
+		}
 		kvs[i].Value = r.value()
 	}
 	return kvs
@@ -371,8 +383,8 @@ type decodedSpan struct {
 
 // decodeSpanRecord decodes rec, a record appendSpanRecord wrote, into a
 // span of the given resource and scope.
-func decodeSpanRecord(rec string, scope *spanScope) (*decodedSpan, error) {
-	r := &spanReader{str: rec}
+func decodeSpanRecord(rec string, scope *spanScope, keys []string) (*decodedSpan, error) {
+	r := &spanReader{str: rec, keys: keys}
 	d := &decodedSpan{scope: scope}
 	d.sc = r.spanContext()
 	d.parent = r.spanContext()
@@ -450,4 +462,42 @@ func (s *spanScope) same(span sdktrace.ReadOnlySpan) bool {
 	sc := span.InstrumentationScope()
 	return s.res == span.Resource() && s.scope.Name == sc.Name && s.scope.Version == sc.Version &&
 		s.scope.SchemaURL == sc.SchemaURL && s.scope.Attributes.Equals(&sc.Attributes)
+}
+
+// spanKeys numbers attribute keys, so that a record holds a key's number
+// instead of its bytes: nearly all keys are constants, and they are about
+// half the bytes of a traced span's attributes. Numbers are never reused;
+// past maxSpanKeys keys, records hold new keys' bytes.
+type spanKeys struct {
+	names []string // by number
+	index map[string]uint32
+	// fast caches numbers by the address of the key's bytes (its slot
+	// holds the number + 1): a constant key is found without hashing it.
+	fast [256]uint32
+}
+
+const maxSpanKeys = 4096
+
+// number returns k's number, numbering it if it is new; false when the
+// numbers are used up.
+func (ks *spanKeys) number(k string) (uint32, bool) {
+	h := (uintptr(unsafe.Pointer(unsafe.StringData(k)))>>3 ^ uintptr(len(k))) & 255
+	if n := ks.fast[h]; n > 0 && ks.names[n-1] == k {
+		return n - 1, true
+	}
+	n, ok := ks.index[k]
+	if !ok {
+		if len(ks.names) >= maxSpanKeys {
+			return 0, false
+		}
+		if ks.index == nil {
+			ks.index = make(map[string]uint32)
+		}
+		n = uint32(len(ks.names))
+		k = string([]byte(k)) // its own copy: k's bytes may belong to a larger value
+		ks.names = append(ks.names, k)
+		ks.index[k] = n
+	}
+	ks.fast[h] = n + 1
+	return n, true
 }

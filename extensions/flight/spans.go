@@ -37,6 +37,7 @@ type SpanProcessor struct {
 	arena   spanArena
 	scopes  []*spanScope                     // referenced by slots; nil entries are free
 	odd     map[uint64]sdktrace.ReadOnlySpan // by seq: spans the records cannot encode, kept as they are
+	keys    spanKeys                         // the records' attribute keys
 	scratch []byte                           // OnEnd's encoding buffer
 	onEnd   func()                           // notifies the owning extension; may be nil
 }
@@ -87,7 +88,7 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		p.dropped++
 		p.evictLocked(slot)
 	}
-	rec, ok := appendSpanRecord(p.scratch[:0], s)
+	rec, ok := appendSpanRecord(p.scratch[:0], s, &p.keys)
 	p.scratch = rec
 	p.seq++
 	*slot = spanSlot{seq: p.seq, id: id, scope: p.scopeLocked(s)}
@@ -223,6 +224,7 @@ func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdkt
 // decode outside it: their records in one buffer, and the spans the
 // records could not encode.
 type spanCopy struct {
+	keys   []string // see spanKeys
 	recs   []byte
 	spans  []copiedSpan
 	scopes []*spanScope
@@ -240,7 +242,7 @@ type copiedSpan struct {
 func (p *SpanProcessor) copySince(seq uint64, keep func(trace.TraceID) bool) *spanCopy {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := &spanCopy{last: max(seq, p.seq)}
+	c := &spanCopy{last: max(seq, p.seq), keys: p.keys.names}
 	size := 0
 	start := p.next
 	if !p.full {
@@ -294,7 +296,7 @@ func (c *spanCopy) decode() ([]sdktrace.ReadOnlySpan, error) {
 			out = append(out, cs.odd)
 			continue
 		}
-		d, err := decodeSpanRecord(all[cs.off:cs.off+cs.n], cs.scope)
+		d, err := decodeSpanRecord(all[cs.off:cs.off+cs.n], cs.scope, c.keys)
 		if err != nil {
 			errs = err
 			continue

@@ -71,11 +71,12 @@ func TestSpanRecordRoundTrip(t *testing.T) {
 	stubs := []tracetest.SpanStub{everyKindStub(t), {Name: "bare"}}
 	for _, stub := range stubs {
 		in := stub.Snapshot()
-		rec, ok := appendSpanRecord(nil, in)
+		var keys spanKeys
+		rec, ok := appendSpanRecord(nil, in, &keys)
 		if !ok {
 			t.Fatalf("%s: not encodable", stub.Name)
 		}
-		out, err := decodeSpanRecord(string(rec), &spanScope{res: in.Resource(), scope: in.InstrumentationScope()})
+		out, err := decodeSpanRecord(string(rec), &spanScope{res: in.Resource(), scope: in.InstrumentationScope()}, keys.names)
 		if err != nil {
 			t.Fatalf("%s: %v", stub.Name, err)
 		}
@@ -93,13 +94,14 @@ func TestSpanRecordRoundTrip(t *testing.T) {
 }
 
 func TestSpanRecordCorrupt(t *testing.T) {
-	rec, _ := appendSpanRecord(nil, everyKindStub(t).Snapshot())
+	var keys spanKeys
+	rec, _ := appendSpanRecord(nil, everyKindStub(t).Snapshot(), &keys)
 	for n := 0; n < len(rec); n += 1 + n/64 {
-		if _, err := decodeSpanRecord(string(rec[:n]), &spanScope{}); err == nil {
+		if _, err := decodeSpanRecord(string(rec[:n]), &spanScope{}, keys.names); err == nil {
 			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(rec))
 		}
 	}
-	if _, err := decodeSpanRecord(string(rec)+"x", &spanScope{}); err == nil {
+	if _, err := decodeSpanRecord(string(rec)+"x", &spanScope{}, keys.names); err == nil {
 		t.Fatal("a record with a trailing byte decoded")
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -108,7 +110,7 @@ func TestSpanRecordCorrupt(t *testing.T) {
 		for range 1 + r.IntN(4) {
 			b[r.IntN(len(b))] = byte(r.Uint32())
 		}
-		decodeSpanRecord(string(b), &spanScope{}) // must not panic
+		decodeSpanRecord(string(b), &spanScope{}, keys.names[:r.IntN(len(keys.names))]) // must not panic
 	}
 }
 
@@ -239,6 +241,32 @@ func TestSpanBufferScopes(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d scopes kept for spans of one scope", n)
+	}
+}
+
+// TestSpanRecordKeys checks that keys are numbered once, whatever their
+// bytes' address, and held as bytes once the numbers run out.
+func TestSpanRecordKeys(t *testing.T) {
+	var keys spanKeys
+	dyn := func(s string) string { return string([]byte(s)) } // the same key at another address
+	for _, k := range []string{"a", dyn("a"), "b", dyn("b"), "a"} {
+		keys.number(k)
+	}
+	if len(keys.names) != 2 {
+		t.Fatalf("%d keys numbered for two", len(keys.names))
+	}
+	stub := tracetest.SpanStub{Name: "s"}
+	for i := range maxSpanKeys + 3 {
+		stub.Attributes = append(stub.Attributes, attribute.Int(fmt.Sprint("k", i), i))
+	}
+	in := stub.Snapshot()
+	rec, _ := appendSpanRecord(nil, in, &keys)
+	if len(keys.names) != maxSpanKeys {
+		t.Errorf("%d keys numbered, want at most %d", len(keys.names), maxSpanKeys)
+	}
+	out, err := decodeSpanRecord(string(rec), &spanScope{}, keys.names)
+	if err != nil || !reflect.DeepEqual(out.Attributes(), in.Attributes()) {
+		t.Errorf("attributes past the numbered keys do not round-trip: %v", err)
 	}
 }
 
