@@ -459,9 +459,17 @@ type spanScope struct {
 
 // same reports whether s is the resource and scope of span.
 func (s *spanScope) same(span sdktrace.ReadOnlySpan) bool {
+	if s.res != span.Resource() {
+		return false
+	}
 	sc := span.InstrumentationScope()
-	return s.res == span.Resource() && s.scope.Name == sc.Name && s.scope.Version == sc.Version &&
-		s.scope.SchemaURL == sc.SchemaURL && s.scope.Attributes.Equals(&sc.Attributes)
+	if s.scope.Name != sc.Name || s.scope.Version != sc.Version || s.scope.SchemaURL != sc.SchemaURL {
+		return false
+	}
+	if s.scope.Attributes.Len() == 0 && sc.Attributes.Len() == 0 {
+		return true
+	}
+	return s.scope.Attributes.Equals(&sc.Attributes)
 }
 
 // spanKeys numbers attribute keys, so that a record holds a key's number
@@ -471,9 +479,16 @@ func (s *spanScope) same(span sdktrace.ReadOnlySpan) bool {
 type spanKeys struct {
 	names []string // by number
 	index map[string]uint32
-	// fast caches numbers by the address of the key's bytes (its slot
-	// holds the number + 1): a constant key is found without hashing it.
-	fast [256]uint32
+	// fast caches numbers by the address of the key's bytes, so that a
+	// constant key is found without hashing or comparing its bytes. An
+	// entry holds the key it was found for, so that its bytes cannot be
+	// freed and their address reused by another key.
+	fast [256]fastKey
+}
+
+type fastKey struct {
+	key string
+	num uint32
 }
 
 const maxSpanKeys = 4096
@@ -481,9 +496,10 @@ const maxSpanKeys = 4096
 // number returns k's number, numbering it if it is new; false when the
 // numbers are used up.
 func (ks *spanKeys) number(k string) (uint32, bool) {
-	h := (uintptr(unsafe.Pointer(unsafe.StringData(k)))>>3 ^ uintptr(len(k))) & 255
-	if n := ks.fast[h]; n > 0 && ks.names[n-1] == k {
-		return n - 1, true
+	p := unsafe.StringData(k)
+	e := &ks.fast[(uintptr(unsafe.Pointer(p))>>3^uintptr(len(k)))&255]
+	if unsafe.StringData(e.key) == p && len(e.key) == len(k) && p != nil {
+		return e.num, true
 	}
 	n, ok := ks.index[k]
 	if !ok {
@@ -494,10 +510,10 @@ func (ks *spanKeys) number(k string) (uint32, bool) {
 			ks.index = make(map[string]uint32)
 		}
 		n = uint32(len(ks.names))
-		k = string([]byte(k)) // its own copy: k's bytes may belong to a larger value
-		ks.names = append(ks.names, k)
-		ks.index[k] = n
+		name := string([]byte(k)) // its own copy: k's bytes may belong to a larger value
+		ks.names = append(ks.names, name)
+		ks.index[name] = n
 	}
-	ks.fast[h] = n + 1
+	*e = fastKey{key: k, num: n}
 	return n, true
 }
