@@ -105,6 +105,7 @@ type Extension struct {
 	sessTook       atomic.Int64 // how long the last one took, ns
 	spanSeq        uint64       // snapshotter only: the last span written
 	spansLogBytes  int64        // snapshotter only: the size of spans.jsonl
+	spansBuf       []byte       // snapshotter only: reused by span snapshots' encoding
 
 	// Artifact copies (snapshot.go), guarded by artMu.
 	artMu     sync.Mutex

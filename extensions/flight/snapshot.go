@@ -280,7 +280,8 @@ func (x *Extension) snapshotSpans(ctx context.Context) int {
 	req, err := otlpspans.FromSDK(ctx, spans)
 	var data []byte
 	if err == nil {
-		data, err = marshalSpans(req, x.red)
+		data, err = marshalSpans(x.spansBuf[:0], req, x.red)
+		x.keepSpansBuf(data)
 	}
 	if err == nil {
 		err = appendLine(filepath.Join(x.dir, recording.SpansLog), data)
@@ -292,6 +293,16 @@ func (x *Extension) snapshotSpans(ctx context.Context) int {
 	x.spanSeq = last
 	x.spansLogBytes += int64(len(data)) + 1
 	return len(spans)
+}
+
+// keepSpansBuf keeps data's array for the next span snapshot's encoding,
+// unless it is much larger than this one needed (a burst of large spans).
+func (x *Extension) keepSpansBuf(data []byte) {
+	if cap(data) <= max(4*len(data), 64<<10) {
+		x.spansBuf = data[:0]
+	} else {
+		x.spansBuf = nil
+	}
 }
 
 // compactSpans writes every buffered span of the recent traces into
@@ -311,7 +322,8 @@ func (x *Extension) compactSpans(ctx context.Context) int {
 	req, err := otlpspans.FromSDK(ctx, spans)
 	var data []byte
 	if err == nil {
-		data, err = marshalSpans(req, x.red)
+		data, err = marshalSpans(x.spansBuf[:0], req, x.red)
+		x.keepSpansBuf(data)
 	}
 	if err == nil {
 		err = writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)

@@ -331,18 +331,17 @@ func (p *SpanProcessor) setNotify(fn func()) {
 // redacting it with red (when not nil): protojson's mapping with trace and
 // span IDs as hex and enum values as integers, as the OTLP specification
 // requires, so that an OTLP/HTTP JSON receiver accepts the bytes as they
-// are. Equal requests give equal bytes.
-func marshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]byte, error) {
+// are. Equal requests give equal bytes. It appends them to buf.
+func marshalSpans(buf []byte, req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]byte, error) {
 	if red != nil {
 		otlpspans.Redact(req, &red.r)
 	}
-	b, err := otlpjson.Marshal(req)
+	b, err := otlpjson.Append(buf, req)
 	if err != nil {
 		return nil, fmt.Errorf("flight: spans: %w", err)
 	}
 	return b, nil
 }
-
 // spanArena holds the records of the kept spans in one byte slice used as
 // a ring: each record goes after the newest one, or at the start when it
 // does not fit before the end; a record is never split. When the records
