@@ -100,6 +100,7 @@ type Journal struct {
 	werr         error         // error of the last write, nil once one succeeds
 	overdue      time.Duration // 4 × FlushInterval
 	pendingSince time.Time     // when buf became non-empty
+	pendingLines int           // the lines appended to buf since
 
 	kick  chan struct{}   // an append made buf non-empty
 	flush chan chan error // explicit flush requests
@@ -166,6 +167,11 @@ func Open(dir string, opts Options) (*Journal, error) {
 	return j, nil
 }
 
+// overdueEvery is how many lines Append queues between two checks that
+// the writer is late: a clock read at every line would cost more than
+// the rest of Append.
+const overdueEvery = 8
+
 // Dir returns the journal's directory.
 func (j *Journal) Dir() string { return j.dir }
 
@@ -174,7 +180,8 @@ func (j *Journal) Dir() string { return j.dir }
 // goroutine writes the batch. Only when that goroutine is late (the
 // batch waits for more than four FlushIntervals, as when the process is
 // starved of CPU) and not writing does Append write the batch itself, one
-// write(2), so that what a crash can lose stays bounded. It reports false
+// write(2), so that what a crash can lose stays bounded. It reads the
+// clock for that at every overdueEvery-th line of a batch, not at each. It reports false
 // when the line was dropped: the journal is closed or MaxPending bytes
 // are already waiting.
 func (j *Journal) Append(line []byte) bool {
@@ -184,12 +191,13 @@ func (j *Journal) Append(line []byte) bool {
 		j.mu.Unlock()
 		return false
 	}
-	now := time.Now()
 	first := len(j.buf) == 0
+	overdue := false
 	if first {
-		j.pendingSince = now
+		j.pendingSince, j.pendingLines = time.Now(), 0
+	} else if j.pendingLines++; j.pendingLines%overdueEvery == 0 {
+		overdue = time.Since(j.pendingSince) > j.overdue
 	}
-	overdue := !first && now.Sub(j.pendingSince) > j.overdue
 	j.buf = append(j.buf, line...)
 	j.mu.Unlock()
 	if first {

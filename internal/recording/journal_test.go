@@ -145,3 +145,45 @@ func TestJournalDropsWhenFull(t *testing.T) {
 		t.Errorf("accepted %d dropped %d", accepted, j.Dropped())
 	}
 }
+
+// TestJournalWritesWhenTheWriterIsLate holds the writer goroutine in
+// AfterWrite: lines appended past four flush intervals are written by
+// Append itself.
+func TestJournalWritesWhenTheWriterIsLate(t *testing.T) {
+	dir := t.TempDir()
+	held, release := make(chan struct{}), make(chan struct{})
+	var once bool
+	j, err := recording.Open(dir, recording.Options{FlushInterval: time.Millisecond, AfterWrite: func() {
+		if !once {
+			once = true
+			close(held)
+			<-release
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close(context.Background())
+	defer close(release)
+	j.Append(line(1))
+	<-held // the writer wrote line 1 and is stuck
+	size := func() int64 {
+		names, _ := recording.Segments(dir)
+		var n int64
+		for _, name := range names {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				n += fi.Size()
+			}
+		}
+		return n
+	}
+	before := size()
+	deadline := time.Now().Add(10 * time.Second)
+	for seq := 2; size() == before; seq++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lines appended over 10 s with the writer stuck: none written", seq-2)
+		}
+		j.Append(line(seq))
+		time.Sleep(time.Millisecond / 2)
+	}
+}
