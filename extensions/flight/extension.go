@@ -16,6 +16,7 @@ import (
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/internal/jsonenc"
+	"github.com/harnessx/harnessx/internal/otlpjson"
 	"github.com/harnessx/harnessx/internal/recording"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -98,14 +99,15 @@ type Extension struct {
 	sessionDirty   atomic.Bool
 	spansDirty     atomic.Bool
 	artifactsDirty atomic.Bool
-	sessMu         sync.Mutex   // serializes session snapshots
-	sess           sessionCache // guarded by sessMu
-	sessAt         atomic.Int64 // when the last one started, Unix ns
-	turnAt         atomic.Int64 // when the last one at a turn's completion started
-	sessTook       atomic.Int64 // how long the last one took, ns
-	spanSeq        uint64       // snapshotter only: the last span written
-	spansLogBytes  int64        // snapshotter only: the size of spans.jsonl
-	spansBuf       []byte       // snapshotter only: reused by span snapshots' encoding
+	sessMu         sync.Mutex           // serializes session snapshots
+	sess           sessionCache         // guarded by sessMu
+	sessAt         atomic.Int64         // when the last one started, Unix ns
+	turnAt         atomic.Int64         // when the last one at a turn's completion started
+	sessTook       atomic.Int64         // how long the last one took, ns
+	spanSeq        uint64               // snapshotter only: the last span written
+	spansLogBytes  int64                // snapshotter only: the size of spans.jsonl
+	spansBuf       []byte               // snapshotter only: reused by span snapshots' encoding
+	spansCache     otlpjson.StringCache // span snapshots' encodings of long strings
 
 	// Artifact copies (snapshot.go), guarded by artMu.
 	artMu     sync.Mutex

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/harnessx/harnessx/harness"
-	"github.com/harnessx/harnessx/internal/otlpspans"
+	"github.com/harnessx/harnessx/internal/otlpjson"
 	"github.com/harnessx/harnessx/internal/recording"
+	"github.com/harnessx/harnessx/internal/redact"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -277,15 +279,8 @@ func (x *Extension) snapshotSpans(ctx context.Context) int {
 		x.spanSeq = last
 		return 0
 	}
-	req, err := otlpspans.FromSDK(ctx, spans)
-	var data []byte
-	if err == nil {
-		data, err = marshalSpans(x.spansBuf[:0], req, x.red)
-		x.keepSpansBuf(data)
-	}
-	if err == nil {
-		err = appendLine(filepath.Join(x.dir, recording.SpansLog), data)
-	}
+	data := x.encodeSpans(spans)
+	err := appendLine(filepath.Join(x.dir, recording.SpansLog), data)
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
 		return len(spans)
@@ -295,14 +290,23 @@ func (x *Extension) snapshotSpans(ctx context.Context) int {
 	return len(spans)
 }
 
-// keepSpansBuf keeps data's array for the next span snapshot's encoding,
-// unless it is much larger than this one needed (a burst of large spans).
-func (x *Extension) keepSpansBuf(data []byte) {
+// encodeSpans encodes spans as one redacted OTLP/JSON export request,
+// the bytes bundles hold (marshalSpans), straight from the spans
+// (otlpjson.AppendSDKRequest). The bytes are valid until the next call:
+// they are in a buffer the snapshotter reuses, unless it is much larger
+// than this request needed (after a burst of large spans).
+func (x *Extension) encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
+	var red *redact.Redactor
+	if x.red != nil {
+		red = &x.red.r
+	}
+	data := otlpjson.AppendSDKRequest(x.spansBuf[:0], spans, red, &x.spansCache)
 	if cap(data) <= max(4*len(data), 64<<10) {
 		x.spansBuf = data[:0]
 	} else {
 		x.spansBuf = nil
 	}
+	return data
 }
 
 // compactSpans writes every buffered span of the recent traces into
@@ -319,15 +323,8 @@ func (x *Extension) compactSpans(ctx context.Context) int {
 	if derr != nil {
 		x.ec.Logger().Warn("flight: span snapshot", "err", derr)
 	}
-	req, err := otlpspans.FromSDK(ctx, spans)
-	var data []byte
-	if err == nil {
-		data, err = marshalSpans(x.spansBuf[:0], req, x.red)
-		x.keepSpansBuf(data)
-	}
-	if err == nil {
-		err = writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)
-	}
+	data := x.encodeSpans(spans)
+	err := writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)
 	if err == nil {
 		err = os.Remove(filepath.Join(x.dir, recording.SpansLog))
 		if errors.Is(err, fs.ErrNotExist) {

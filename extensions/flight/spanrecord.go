@@ -198,8 +198,8 @@ var errSpanRecord = errors.New("flight: corrupt span record")
 type spanReader struct {
 	keys []string // the key numbers' names
 	str  string   // the record
-	off int
-	err error
+	off  int
+	err  error
 }
 
 func (r *spanReader) fail() {

@@ -342,6 +342,7 @@ func marshalSpans(buf []byte, req *coltracepb.ExportTraceServiceRequest, red *Re
 	}
 	return b, nil
 }
+
 // spanArena holds the records of the kept spans in one byte slice used as
 // a ring: each record goes after the newest one, or at the start when it
 // does not fit before the end; a record is never split. When the records

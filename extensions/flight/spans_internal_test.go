@@ -1,16 +1,19 @@
 package flight
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/harnessx/harnessx/internal/otlpspans"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
@@ -324,5 +327,47 @@ func BenchmarkSpanProcessorOnEnd(b *testing.B) {
 	for b.Loop() {
 		p.OnEnd(spans[i%len(spans)])
 		i++
+	}
+}
+
+// TestSpanSnapshotEncoding: a span snapshot's bytes, encoded straight
+// from the buffer's decoded spans, are those a bundle holds for the same
+// spans (the OTLP exporter's conversion, redacted, marshalled).
+func TestSpanSnapshotEncoding(t *testing.T) {
+	p := newSpanProcessor(16)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "svc"), attribute.String("password", "hunter2"))))
+	ctx, root := tp.Tracer("a", trace.WithInstrumentationVersion("1")).Start(context.Background(), "invoke_agent")
+	_, child := tp.Tracer("b").Start(ctx, "chat m", trace.WithSpanKind(trace.SpanKindClient))
+	child.SetAttributes(attribute.String("gen_ai.input.messages", `[{"role":"user","content":"my api_key=sk-ant-api03-`+strings.Repeat("x", 40)+`"}]`),
+		attribute.String("long", strings.Repeat("long value ", 40)), attribute.Int("n", 3), attribute.StringSlice("ss", []string{"a", "token=abcdef0123456789"}))
+	child.AddEvent("e", trace.WithAttributes(attribute.Bool("b", true)))
+	child.SetStatus(codes.Error, "failed: password=hunter2")
+	child.End()
+	root.End()
+	for _, red := range []*Redactor{nil, NewRedactor(nil)} {
+		x := &Extension{red: red}
+		spans, _, err := p.since(0, nil)
+		if err != nil || len(spans) != 2 {
+			t.Fatalf("%d spans, %v", len(spans), err)
+		}
+		got := slices.Clone(x.encodeSpans(spans))
+		req, err := otlpspans.FromSDK(context.Background(), spans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := marshalSpans(nil, req, red)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("redacting %v: snapshot\n%s\nbundle\n%s", red != nil, got, want)
+		}
+		if red != nil && bytes.Contains(got, []byte("hunter2")) {
+			t.Error("a secret reached the snapshot")
+		}
+		if again := x.encodeSpans(spans); !bytes.Equal(again, want) {
+			t.Errorf("redacting %v: a second snapshot (long strings cached) differs", red != nil)
+		}
 	}
 }

@@ -1,0 +1,498 @@
+package otlpjson
+
+import (
+	"encoding/base64"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/harnessx/harnessx/internal/redact"
+)
+
+// The SDK encoders write, straight from the OpenTelemetry SDK's ended
+// spans, the bytes Marshal writes for the request the OTLP exporter makes
+// of them (its tracetransform conversion) after otlpspans.Redact: no
+// protobuf message is built. A span, a resource and a scope are encoded
+// on their own, so that a span buffer can keep each span as bytes (no
+// pointers for the garbage collector to follow) and put requests together
+// later with [AppendRequest]. TestSDKEncodingMatchesExporter compares the
+// two paths.
+//
+// One difference: a string that is not valid UTF-8 is written with each
+// invalid byte replaced by U+FFFD, where Marshal fails the whole request.
+
+// sdkEncoder is an encoder whose strings pass through a redactor.
+type sdkEncoder struct {
+	encoder
+	red   *redact.Redactor // nil: no redaction
+	cache *StringCache     // nil: none
+}
+
+// text writes s, redacted as a name (Redactor.String).
+func (e *sdkEncoder) text(s string) { e.field("", s) }
+
+// field writes s, redacted as the value of the attribute key (as a name
+// when key is empty).
+func (e *sdkEncoder) field(key, s string) {
+	if e.red == nil {
+		e.valid(s)
+		return
+	}
+	if e.cache != nil && len(s) >= cacheMin {
+		e.out = e.cache.append(e.out, key, s, e.red)
+		return
+	}
+	e.valid(e.red.Field(key, s))
+}
+
+// StringCache keeps the redacted JSON encodings of long strings, so that
+// a string that spans repeat (a tool catalog, a system prompt) is
+// redacted and escaped once, not at every span. It holds at most
+// cacheMaxBytes of strings and encodings, and starts afresh past that.
+// It is safe for concurrent use.
+type StringCache struct {
+	mu    sync.Mutex
+	m     map[cacheKey][]byte
+	bytes int
+}
+
+type cacheKey struct{ key, s string }
+
+const (
+	cacheMin      = 256     // shorter strings are encoded each time
+	cacheMaxBytes = 4 << 20 // past this the cache starts afresh
+)
+
+// append appends the encoding of red.Field(key, s).
+func (c *StringCache) append(dst []byte, key, s string, red *redact.Redactor) []byte {
+	k := cacheKey{key, s}
+	c.mu.Lock()
+	enc, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return append(dst, enc...)
+	}
+	n := len(dst)
+	e := sdkEncoder{encoder: encoder{out: dst}}
+	e.valid(red.Field(key, s))
+	enc = slices.Clone(e.out[n:])
+	c.mu.Lock()
+	if c.m == nil || c.bytes+len(s)+len(enc) > cacheMaxBytes {
+		c.m, c.bytes = map[cacheKey][]byte{}, 0
+	}
+	c.m[k] = enc
+	c.bytes += len(s) + len(enc)
+	c.mu.Unlock()
+	return e.out
+}
+
+// valid writes s, its invalid UTF-8 replaced by U+FFFD.
+func (e *sdkEncoder) valid(s string) {
+	n := len(e.out)
+	out, err := appendString(e.out, s)
+	if err != nil {
+		out, _ = appendString(out[:n], strings.ToValidUTF8(s, "\uFFFD"))
+	}
+	e.out = out
+}
+
+func (e *sdkEncoder) textField(first *bool, name, s string) {
+	if s != "" {
+		e.key(first, name)
+		e.text(s)
+	}
+}
+
+// AppendSpan appends the OTLP/JSON object of the ended span s, as Marshal
+// writes the span the OTLP exporter makes of it, its strings redacted
+// with red (when not nil) as otlpspans.Redact redacts them. Long strings
+// are looked up in, and added to, cache when it is not nil.
+func AppendSpan(dst []byte, s sdktrace.ReadOnlySpan, red *redact.Redactor, cache *StringCache) []byte {
+	e := sdkEncoder{encoder: encoder{out: dst}, red: red, cache: cache}
+	sc := s.SpanContext()
+	parent := s.Parent()
+	e.out = append(e.out, '{')
+	first := true
+	tid, sid := sc.TraceID(), sc.SpanID()
+	e.idField(&first, "traceId", tid[:])
+	e.idField(&first, "spanId", sid[:])
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		e.strField(&first, "traceState", ts.String())
+	}
+	if psid := parent.SpanID(); psid.IsValid() {
+		e.idField(&first, "parentSpanId", psid[:])
+	}
+	e.uint32Field(&first, "flags", spanFlags(sc.TraceFlags(), parent))
+	e.textField(&first, "name", s.Name())
+	e.int32Field(&first, "kind", spanKind(s.SpanKind()))
+	e.uint64Field(&first, "startTimeUnixNano", uint64(max(0, s.StartTime().UnixNano())))
+	e.uint64Field(&first, "endTimeUnixNano", uint64(max(0, s.EndTime().UnixNano())))
+	e.attributes(&first, "attributes", s.Attributes())
+	e.uint32Field(&first, "droppedAttributesCount", clamp32(s.DroppedAttributes()))
+	list(&e.encoder, &first, "events", s.Events(), func(ev sdktrace.Event) {
+		e.out = append(e.out, '{')
+		f := true
+		e.uint64Field(&f, "timeUnixNano", uint64(max(0, ev.Time.UnixNano())))
+		e.textField(&f, "name", ev.Name)
+		e.attributes(&f, "attributes", ev.Attributes)
+		e.uint32Field(&f, "droppedAttributesCount", clamp32(ev.DroppedAttributeCount))
+		e.out = append(e.out, '}')
+	})
+	e.uint32Field(&first, "droppedEventsCount", clamp32(s.DroppedEvents()))
+	list(&e.encoder, &first, "links", s.Links(), func(l sdktrace.Link) {
+		e.out = append(e.out, '{')
+		f := true
+		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+		e.idField(&f, "traceId", ltid[:])
+		e.idField(&f, "spanId", lsid[:])
+		e.attributes(&f, "attributes", l.Attributes)
+		e.uint32Field(&f, "droppedAttributesCount", clamp32(l.DroppedAttributeCount))
+		e.uint32Field(&f, "flags", spanFlags(l.SpanContext.TraceFlags(), l.SpanContext))
+		e.out = append(e.out, '}')
+	})
+	e.uint32Field(&first, "droppedLinksCount", clamp32(s.DroppedLinks()))
+	e.key(&first, "status")
+	e.out = append(e.out, '{')
+	st := s.Status()
+	f := true
+	e.textField(&f, "message", st.Description)
+	switch st.Code {
+	case codes.Ok:
+		e.int32Field(&f, "code", 1)
+	case codes.Error:
+		e.int32Field(&f, "code", 2)
+	}
+	e.out = append(e.out, '}', '}')
+	return e.out
+}
+
+// AppendResource appends the OTLP/JSON object of r, redacted with red,
+// as AppendSpan writes spans; nothing for a nil r (the exporter leaves
+// the resource out).
+func AppendResource(dst []byte, r *resource.Resource, red *redact.Redactor) []byte {
+	if r == nil {
+		return dst
+	}
+	e := sdkEncoder{encoder: encoder{out: dst}, red: red}
+	e.out = append(e.out, '{')
+	first := true
+	e.attributes(&first, "attributes", r.Attributes())
+	e.out = append(e.out, '}')
+	return e.out
+}
+
+// AppendScope appends the OTLP/JSON object of the instrumentation scope
+// s, redacted with red; nothing for the zero scope (the exporter leaves it
+// out).
+func AppendScope(dst []byte, s instrumentation.Scope, red *redact.Redactor) []byte {
+	if s == (instrumentation.Scope{}) {
+		return dst
+	}
+	e := sdkEncoder{encoder: encoder{out: dst}, red: red}
+	e.out = append(e.out, '{')
+	first := true
+	e.strField(&first, "name", s.Name)
+	e.strField(&first, "version", s.Version)
+	e.attributes(&first, "attributes", s.Attributes.ToSlice())
+	e.out = append(e.out, '}')
+	return e.out
+}
+
+// EncodedSpan is a span encoded by AppendSpan with its resource's and
+// scope's objects (AppendResource, AppendScope; empty when left out) and
+// schema URLs. Spans of equal Resource bytes and schema URL share one
+// resourceSpans entry, and of the same scope as well one scopeSpans entry.
+type EncodedSpan struct {
+	Span                []byte
+	Resource, Scope     []byte
+	ResourceSchema      string
+	ScopeSchema         string
+	ResourceID, ScopeID int // equal IDs: the same resource (scope of that resource)
+}
+
+// AppendRequest appends the OTLP/JSON export request of spans: the bytes
+// Marshal writes for the request the OTLP exporter makes of the same
+// spans, resources in the order of their first span, scopes within them
+// likewise, spans in order. The exporter orders several resources as a
+// map does; a request of one resource is the same bytes.
+func AppendRequest(dst []byte, spans []EncodedSpan) []byte {
+	if len(spans) == 0 {
+		return append(dst, '{', '}')
+	}
+	type scopeGroup struct {
+		id    int
+		spans []int
+	}
+	type resourceGroup struct {
+		id     int
+		scopes []scopeGroup
+	}
+	var groups []resourceGroup
+	for i, s := range spans {
+		r := -1
+		for k := range groups {
+			if groups[k].id == s.ResourceID {
+				r = k
+				break
+			}
+		}
+		if r < 0 {
+			groups = append(groups, resourceGroup{id: s.ResourceID})
+			r = len(groups) - 1
+		}
+		g := &groups[r]
+		c := -1
+		for k := range g.scopes {
+			if g.scopes[k].id == s.ScopeID {
+				c = k
+				break
+			}
+		}
+		if c < 0 {
+			g.scopes = append(g.scopes, scopeGroup{id: s.ScopeID})
+			c = len(g.scopes) - 1
+		}
+		g.scopes[c].spans = append(g.scopes[c].spans, i)
+	}
+	e := encoder{out: dst}
+	e.out = append(e.out, `{"resourceSpans":[`...)
+	for k, g := range groups {
+		if k > 0 {
+			e.out = append(e.out, ',')
+		}
+		head := spans[g.scopes[0].spans[0]]
+		e.out = append(e.out, '{')
+		first := true
+		if len(head.Resource) > 0 {
+			e.key(&first, "resource")
+			e.out = append(e.out, head.Resource...)
+		}
+		e.key(&first, "scopeSpans")
+		e.out = append(e.out, '[')
+		for j, sg := range g.scopes {
+			if j > 0 {
+				e.out = append(e.out, ',')
+			}
+			sh := spans[sg.spans[0]]
+			e.out = append(e.out, '{')
+			f := true
+			if len(sh.Scope) > 0 {
+				e.key(&f, "scope")
+				e.out = append(e.out, sh.Scope...)
+			}
+			e.key(&f, "spans")
+			e.out = append(e.out, '[')
+			for n, i := range sg.spans {
+				if n > 0 {
+					e.out = append(e.out, ',')
+				}
+				e.out = append(e.out, spans[i].Span...)
+			}
+			e.out = append(e.out, ']')
+			e.strField(&f, "schemaUrl", sh.ScopeSchema)
+			e.out = append(e.out, '}')
+		}
+		e.out = append(e.out, ']')
+		e.strField(&first, "schemaUrl", head.ResourceSchema)
+		e.out = append(e.out, '}')
+	}
+	e.out = append(e.out, ']', '}')
+	return e.out
+}
+
+// AppendSDKRequest appends the OTLP/JSON export request of the ended
+// spans, redacted with red (when not nil) and with long strings looked up
+// in cache (when not nil): the bytes Marshal writes for the request the
+// OTLP exporter makes of them after otlpspans.Redact (see AppendRequest
+// for the order of several resources), without building that request.
+func AppendSDKRequest(dst []byte, spans []sdktrace.ReadOnlySpan, red *redact.Redactor, cache *StringCache) []byte {
+	type scopeKey struct {
+		res   attribute.Distinct
+		scope instrumentation.Scope
+	}
+	type group struct {
+		resource, scope []byte
+		resID, scopeID  int
+	}
+	resIDs := map[attribute.Distinct]int{}
+	groups := map[scopeKey]*group{}
+	var buf []byte // the spans' objects, one after another
+	ends := make([]int, len(spans))
+	enc := make([]EncodedSpan, len(spans))
+	for i, s := range spans {
+		res := s.Resource()
+		rk := res.Equivalent()
+		sk := scopeKey{rk, s.InstrumentationScope()}
+		g := groups[sk]
+		if g == nil {
+			rid, ok := resIDs[rk]
+			if !ok {
+				rid = len(resIDs)
+				resIDs[rk] = rid
+			}
+			g = &group{resource: AppendResource(nil, res, red), scope: AppendScope(nil, sk.scope, red), resID: rid, scopeID: len(groups)}
+			groups[sk] = g
+		}
+		buf = AppendSpan(buf, s, red, cache)
+		ends[i] = len(buf)
+		enc[i] = EncodedSpan{Resource: g.resource, ResourceSchema: res.SchemaURL(), Scope: g.scope,
+			ScopeSchema: sk.scope.SchemaURL, ResourceID: g.resID, ScopeID: g.scopeID}
+	}
+	start := 0
+	for i := range enc {
+		enc[i].Span = buf[start:ends[i]]
+		start = ends[i]
+	}
+	return AppendRequest(dst, enc)
+}
+
+// attributes writes the member name with the attribute list, as the
+// exporter converts it; nothing for none.
+func (e *sdkEncoder) attributes(first *bool, name string, kvs []attribute.KeyValue) {
+	if len(kvs) == 0 {
+		return
+	}
+	e.key(first, name)
+	e.keyValues(kvs)
+}
+
+func (e *sdkEncoder) keyValues(kvs []attribute.KeyValue) {
+	e.out = append(e.out, '[')
+	for i, kv := range kvs {
+		if i > 0 {
+			e.out = append(e.out, ',')
+		}
+		e.out = append(e.out, '{')
+		f := true
+		e.strField(&f, "key", string(kv.Key))
+		e.key(&f, "value")
+		e.value(string(kv.Key), kv.Value)
+		e.out = append(e.out, '}')
+	}
+	e.out = append(e.out, ']')
+}
+
+// value writes v as the exporter's AnyValue, its strings redacted as
+// values of the attribute key.
+func (e *sdkEncoder) value(key string, v attribute.Value) {
+	switch v.Type() {
+	case attribute.STRING:
+		e.out = append(e.out, `{"stringValue":`...)
+		e.field(key, v.AsString())
+		e.out = append(e.out, '}')
+	case attribute.BOOL:
+		e.out = append(e.out, `{"boolValue":`...)
+		e.out = strconv.AppendBool(e.out, v.AsBool())
+		e.out = append(e.out, '}')
+	case attribute.INT64:
+		e.int(v.AsInt64())
+	case attribute.FLOAT64:
+		e.float(v.AsFloat64())
+	case attribute.BYTESLICE:
+		e.out = append(e.out, `{"bytesValue":"`...)
+		e.out = base64.StdEncoding.AppendEncode(e.out, v.AsByteSlice())
+		e.out = append(e.out, '"', '}')
+	case attribute.BOOLSLICE:
+		array(e, v.AsBoolSlice(), func(b bool) {
+			e.out = append(e.out, `{"boolValue":`...)
+			e.out = strconv.AppendBool(e.out, b)
+			e.out = append(e.out, '}')
+		})
+	case attribute.INT64SLICE:
+		array(e, v.AsInt64Slice(), e.int)
+	case attribute.FLOAT64SLICE:
+		array(e, v.AsFloat64Slice(), e.float)
+	case attribute.STRINGSLICE:
+		array(e, v.AsStringSlice(), func(s string) {
+			e.out = append(e.out, `{"stringValue":`...)
+			e.field(key, s)
+			e.out = append(e.out, '}')
+		})
+	case attribute.SLICE:
+		array(e, v.AsSlice(), func(x attribute.Value) { e.value(key, x) })
+	case attribute.MAP:
+		e.out = append(e.out, `{"kvlistValue":{`...)
+		if m := v.AsMap(); len(m) > 0 {
+			e.out = append(e.out, `"values":`...)
+			e.keyValues(m)
+		}
+		e.out = append(e.out, '}', '}')
+	case attribute.EMPTY:
+		e.out = append(e.out, '{', '}')
+	default:
+		e.out = append(e.out, `{"stringValue":"INVALID"}`...)
+	}
+}
+
+func (e *sdkEncoder) int(n int64) {
+	e.out = append(e.out, `{"intValue":"`...)
+	e.out = strconv.AppendInt(e.out, n, 10)
+	e.out = append(e.out, '"', '}')
+}
+
+func (e *sdkEncoder) float(n float64) {
+	e.out = append(e.out, `{"doubleValue":`...)
+	e.out = appendFloat(e.out, n)
+	e.out = append(e.out, '}')
+}
+
+// array writes an arrayValue of items, each written by elem.
+func array[T any](e *sdkEncoder, items []T, elem func(T)) {
+	e.out = append(e.out, `{"arrayValue":{`...)
+	if len(items) > 0 {
+		e.out = append(e.out, `"values":[`...)
+		for i, it := range items {
+			if i > 0 {
+				e.out = append(e.out, ',')
+			}
+			elem(it)
+		}
+		e.out = append(e.out, ']')
+	}
+	e.out = append(e.out, '}', '}')
+}
+
+// spanFlags is the exporter's span flags: the trace flags, "has is-remote"
+// and, for a remote parent, "is remote".
+func spanFlags(tf trace.TraceFlags, parent trace.SpanContext) uint32 {
+	flags := uint32(tf) | 0x100
+	if parent.IsRemote() {
+		flags |= 0x200
+	}
+	return flags
+}
+
+// spanKind is the exporter's span kind number.
+func spanKind(k trace.SpanKind) int32 {
+	switch k {
+	case trace.SpanKindInternal:
+		return 1
+	case trace.SpanKindServer:
+		return 2
+	case trace.SpanKindClient:
+		return 3
+	case trace.SpanKindProducer:
+		return 4
+	case trace.SpanKindConsumer:
+		return 5
+	}
+	return 0
+}
+
+func clamp32(n int) uint32 {
+	if n < 0 {
+		return 0
+	}
+	if int64(n) > 1<<32-1 {
+		return 1<<32 - 1
+	}
+	return uint32(n)
+}
