@@ -20,11 +20,10 @@ import (
 // The SDK encoders write, straight from the OpenTelemetry SDK's ended
 // spans, the bytes Marshal writes for the request the OTLP exporter makes
 // of them (its tracetransform conversion) after otlpspans.Redact: no
-// protobuf message is built. A span, a resource and a scope are encoded
-// on their own, so that a span buffer can keep each span as bytes (no
-// pointers for the garbage collector to follow) and put requests together
-// later with [AppendRequest]. TestSDKEncodingMatchesExporter compares the
-// two paths.
+// protobuf message is built: [AppendSDKRequest] costs a fraction of the
+// conversion, the redaction of the request and Marshal (the flight
+// recorder's span snapshots use it). TestSDKEncodingMatchesExporter
+// compares the two paths.
 //
 // One difference: a string that is not valid UTF-8 is written with each
 // invalid byte replaced by U+FFFD, where Marshal fails the whole request.
@@ -174,10 +173,10 @@ func AppendSpan(dst []byte, s sdktrace.ReadOnlySpan, red *redact.Redactor, cache
 	return e.out
 }
 
-// AppendResource appends the OTLP/JSON object of r, redacted with red,
+// appendResource appends the OTLP/JSON object of r, redacted with red,
 // as AppendSpan writes spans; nothing for a nil r (the exporter leaves
 // the resource out).
-func AppendResource(dst []byte, r *resource.Resource, red *redact.Redactor) []byte {
+func appendResource(dst []byte, r *resource.Resource, red *redact.Redactor) []byte {
 	if r == nil {
 		return dst
 	}
@@ -189,10 +188,10 @@ func AppendResource(dst []byte, r *resource.Resource, red *redact.Redactor) []by
 	return e.out
 }
 
-// AppendScope appends the OTLP/JSON object of the instrumentation scope
+// appendScope appends the OTLP/JSON object of the instrumentation scope
 // s, redacted with red; nothing for the zero scope (the exporter leaves it
 // out).
-func AppendScope(dst []byte, s instrumentation.Scope, red *redact.Redactor) []byte {
+func appendScope(dst []byte, s instrumentation.Scope, red *redact.Redactor) []byte {
 	if s == (instrumentation.Scope{}) {
 		return dst
 	}
@@ -206,87 +205,73 @@ func AppendScope(dst []byte, s instrumentation.Scope, red *redact.Redactor) []by
 	return e.out
 }
 
-// EncodedSpan is a span encoded by AppendSpan with its resource's and
-// scope's objects (AppendResource, AppendScope; empty when left out) and
-// schema URLs. Spans of equal Resource bytes and schema URL share one
-// resourceSpans entry, and of the same scope as well one scopeSpans entry.
-type EncodedSpan struct {
-	Span                []byte
-	Resource, Scope     []byte
-	ResourceSchema      string
-	ScopeSchema         string
-	ResourceID, ScopeID int // equal IDs: the same resource (scope of that resource)
-}
-
-// AppendRequest appends the OTLP/JSON export request of spans: the bytes
-// Marshal writes for the request the OTLP exporter makes of the same
-// spans, resources in the order of their first span, scopes within them
-// likewise, spans in order. The exporter orders several resources as a
-// map does; a request of one resource is the same bytes.
-func AppendRequest(dst []byte, spans []EncodedSpan) []byte {
+// AppendSDKRequest appends the OTLP/JSON export request of the ended
+// spans, redacted with red (when not nil) and with long strings looked up
+// in cache (when not nil): the bytes Marshal writes for the request the
+// OTLP exporter makes of them after otlpspans.Redact, without building
+// that request. Resources come in the order of their first span, scopes
+// within them likewise, spans in order; the exporter orders several
+// resources as a map does, so only a request of one resource is always
+// the same bytes.
+func AppendSDKRequest(dst []byte, spans []sdktrace.ReadOnlySpan, red *redact.Redactor, cache *StringCache) []byte {
 	if len(spans) == 0 {
 		return append(dst, '{', '}')
 	}
+	type scopeKey struct {
+		res   attribute.Distinct
+		scope instrumentation.Scope
+	}
 	type scopeGroup struct {
-		id    int
+		key   scopeKey
 		spans []int
 	}
 	type resourceGroup struct {
-		id     int
-		scopes []scopeGroup
+		key    attribute.Distinct
+		scopes []*scopeGroup
 	}
-	var groups []resourceGroup
+	var resources []*resourceGroup
+	byRes := map[attribute.Distinct]*resourceGroup{}
+	byScope := map[scopeKey]*scopeGroup{}
 	for i, s := range spans {
-		r := -1
-		for k := range groups {
-			if groups[k].id == s.ResourceID {
-				r = k
-				break
+		sk := scopeKey{s.Resource().Equivalent(), s.InstrumentationScope()}
+		sg := byScope[sk]
+		if sg == nil {
+			rg := byRes[sk.res]
+			if rg == nil {
+				rg = &resourceGroup{key: sk.res}
+				byRes[sk.res] = rg
+				resources = append(resources, rg)
 			}
+			sg = &scopeGroup{key: sk}
+			byScope[sk] = sg
+			rg.scopes = append(rg.scopes, sg)
 		}
-		if r < 0 {
-			groups = append(groups, resourceGroup{id: s.ResourceID})
-			r = len(groups) - 1
-		}
-		g := &groups[r]
-		c := -1
-		for k := range g.scopes {
-			if g.scopes[k].id == s.ScopeID {
-				c = k
-				break
-			}
-		}
-		if c < 0 {
-			g.scopes = append(g.scopes, scopeGroup{id: s.ScopeID})
-			c = len(g.scopes) - 1
-		}
-		g.scopes[c].spans = append(g.scopes[c].spans, i)
+		sg.spans = append(sg.spans, i)
 	}
 	e := encoder{out: dst}
 	e.out = append(e.out, `{"resourceSpans":[`...)
-	for k, g := range groups {
+	for k, rg := range resources {
 		if k > 0 {
 			e.out = append(e.out, ',')
 		}
-		head := spans[g.scopes[0].spans[0]]
+		res := spans[rg.scopes[0].spans[0]].Resource()
 		e.out = append(e.out, '{')
 		first := true
-		if len(head.Resource) > 0 {
+		if r := appendResource(nil, res, red); len(r) > 0 {
 			e.key(&first, "resource")
-			e.out = append(e.out, head.Resource...)
+			e.out = append(e.out, r...)
 		}
 		e.key(&first, "scopeSpans")
 		e.out = append(e.out, '[')
-		for j, sg := range g.scopes {
+		for j, sg := range rg.scopes {
 			if j > 0 {
 				e.out = append(e.out, ',')
 			}
-			sh := spans[sg.spans[0]]
 			e.out = append(e.out, '{')
 			f := true
-			if len(sh.Scope) > 0 {
+			if sc := appendScope(nil, sg.key.scope, red); len(sc) > 0 {
 				e.key(&f, "scope")
-				e.out = append(e.out, sh.Scope...)
+				e.out = append(e.out, sc...)
 			}
 			e.key(&f, "spans")
 			e.out = append(e.out, '[')
@@ -294,64 +279,20 @@ func AppendRequest(dst []byte, spans []EncodedSpan) []byte {
 				if n > 0 {
 					e.out = append(e.out, ',')
 				}
-				e.out = append(e.out, spans[i].Span...)
+				e.out = AppendSpan(e.out, spans[i], red, cache)
 			}
 			e.out = append(e.out, ']')
-			e.strField(&f, "schemaUrl", sh.ScopeSchema)
+			e.strField(&f, "schemaUrl", sg.key.scope.SchemaURL)
 			e.out = append(e.out, '}')
 		}
 		e.out = append(e.out, ']')
-		e.strField(&first, "schemaUrl", head.ResourceSchema)
+		if res != nil {
+			e.strField(&first, "schemaUrl", res.SchemaURL())
+		}
 		e.out = append(e.out, '}')
 	}
 	e.out = append(e.out, ']', '}')
 	return e.out
-}
-
-// AppendSDKRequest appends the OTLP/JSON export request of the ended
-// spans, redacted with red (when not nil) and with long strings looked up
-// in cache (when not nil): the bytes Marshal writes for the request the
-// OTLP exporter makes of them after otlpspans.Redact (see AppendRequest
-// for the order of several resources), without building that request.
-func AppendSDKRequest(dst []byte, spans []sdktrace.ReadOnlySpan, red *redact.Redactor, cache *StringCache) []byte {
-	type scopeKey struct {
-		res   attribute.Distinct
-		scope instrumentation.Scope
-	}
-	type group struct {
-		resource, scope []byte
-		resID, scopeID  int
-	}
-	resIDs := map[attribute.Distinct]int{}
-	groups := map[scopeKey]*group{}
-	var buf []byte // the spans' objects, one after another
-	ends := make([]int, len(spans))
-	enc := make([]EncodedSpan, len(spans))
-	for i, s := range spans {
-		res := s.Resource()
-		rk := res.Equivalent()
-		sk := scopeKey{rk, s.InstrumentationScope()}
-		g := groups[sk]
-		if g == nil {
-			rid, ok := resIDs[rk]
-			if !ok {
-				rid = len(resIDs)
-				resIDs[rk] = rid
-			}
-			g = &group{resource: AppendResource(nil, res, red), scope: AppendScope(nil, sk.scope, red), resID: rid, scopeID: len(groups)}
-			groups[sk] = g
-		}
-		buf = AppendSpan(buf, s, red, cache)
-		ends[i] = len(buf)
-		enc[i] = EncodedSpan{Resource: g.resource, ResourceSchema: res.SchemaURL(), Scope: g.scope,
-			ScopeSchema: sk.scope.SchemaURL, ResourceID: g.resID, ScopeID: g.scopeID}
-	}
-	start := 0
-	for i := range enc {
-		enc[i].Span = buf[start:ends[i]]
-		start = ends[i]
-	}
-	return AppendRequest(dst, enc)
 }
 
 // attributes writes the member name with the attribute list, as the

@@ -139,7 +139,7 @@ func TestSDKEncodingMatchesExporter(t *testing.T) {
 			t.Error("a secret reached the encoding")
 		}
 	}
-	if got := otlpjson.AppendRequest(nil, nil); string(got) != "{}" {
+	if got := otlpjson.AppendSDKRequest(nil, nil, nil, nil); string(got) != "{}" {
 		t.Errorf("no spans: %s", got)
 	}
 }
