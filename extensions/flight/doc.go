@@ -130,10 +130,14 @@
 // keeps the recent ended spans (2,048 by default, [WithSpanCapacity]), so
 // that bundles carry the run's spans as OTLP JSON without any tracing
 // backend. It keeps them encoded in one byte arena, not as the SDK's span
-// objects: a full buffer is one object to the garbage collector instead
-// of tens of thousands to mark at every cycle (in BenchmarkFullStack that
-// was ~5 µs a run), for a copy of each span's values when it ends (~0.5
-// µs for a span of 21 attributes). Reading spans back decodes them. At the first run the recorder
+// objects: a full buffer is a few objects to the garbage collector
+// instead of tens of thousands to mark at every cycle (in
+// BenchmarkFullStack that was ~5 µs a run), for a copy of each span's
+// values when it ends (~0.4 µs for a span of 21 attributes). Attribute
+// keys are kept as numbers, and string values of 512 bytes or more (tool
+// definitions, system instructions, message histories) as references to
+// the strings themselves, up to four a span: the same tool definitions
+// on every chat span are held once. Reading spans back decodes them. At the first run the recorder
 // registers it on the TracerProvider of the agent's tracing extension
 // (found through its TracerProvider method) when that is an SDK provider,
 // *sdktrace.TracerProvider or exporters.Provider, and unregisters it at

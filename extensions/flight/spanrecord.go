@@ -36,13 +36,15 @@ import (
 //	value:   type:1 then by type: bool:1, int64:8, float64 bits:8,
 //	         string: str, bytes: str, []bool: n {1}*, []int64: n {8}*,
 //	         []float64: n {8}*, []string: n {str}*, slice: n {value}*,
-//	         map: attrs; empty: nothing
+//	         map: attrs; empty: nothing; typeValueRef: the index (1 byte)
+//	         of the string among the span's references (see spanValues)
 //
 // appendSpanRecord reports false for a span with an attribute value of a
 // type it does not know (a later SDK's): the buffer keeps such a span as
 // it is.
 
-func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, keys *spanKeys) ([]byte, bool) {
+func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, enc *spanEnc) ([]byte, bool) {
+	enc.nrefs = 0
 	ok := true
 	b = appendSpanContext(b, s.SpanContext())
 	b = appendSpanContext(b, s.Parent())
@@ -54,7 +56,7 @@ func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, keys *spanKeys) ([]byte
 	b = appendRecStr(b, st.Description)
 	b = appendRecStr(b, s.Name())
 	b = binary.AppendUvarint(b, uint64(s.ChildSpanCount()))
-	b, ok = appendAttrs(b, s.Attributes(), ok, keys)
+	b, ok = appendAttrs(b, s.Attributes(), ok, enc)
 	b = binary.AppendUvarint(b, uint64(s.DroppedAttributes()))
 	evs := s.Events()
 	b = binary.AppendUvarint(b, uint64(len(evs)))
@@ -62,7 +64,7 @@ func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, keys *spanKeys) ([]byte
 		e := &evs[i]
 		b = appendRecStr(b, e.Name)
 		b = appendTime(b, e.Time)
-		b, ok = appendAttrs(b, e.Attributes, ok, keys)
+		b, ok = appendAttrs(b, e.Attributes, ok, enc)
 		b = binary.AppendUvarint(b, uint64(e.DroppedAttributeCount))
 	}
 	b = binary.AppendUvarint(b, uint64(s.DroppedEvents()))
@@ -71,7 +73,7 @@ func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, keys *spanKeys) ([]byte
 	for i := range links {
 		l := &links[i]
 		b = appendSpanContext(b, l.SpanContext)
-		b, ok = appendAttrs(b, l.Attributes, ok, keys)
+		b, ok = appendAttrs(b, l.Attributes, ok, enc)
 		b = binary.AppendUvarint(b, uint64(l.DroppedAttributeCount))
 	}
 	b = binary.AppendUvarint(b, uint64(s.DroppedLinks()))
@@ -104,29 +106,37 @@ func appendRecStr(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool, keys *spanKeys) ([]byte, bool) {
+func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool, enc *spanEnc) ([]byte, bool) {
 	b = binary.AppendUvarint(b, uint64(len(kvs)))
 	for i := range kvs {
 		kv := &kvs[i]
-		if n, ok := keys.number(string(kv.Key)); ok {
-			b = binary.AppendUvarint(b, uint64(n)+1)
+		num, numbered := enc.keys.number(string(kv.Key))
+		if numbered {
+			b = binary.AppendUvarint(b, uint64(num)+1)
 		} else {
 			b = appendRecStr(append(b, 0), string(kv.Key))
 		}
 		// The common types here, the others in appendValue.
 		switch t := kv.Value.Type(); t {
 		case attribute.STRING:
-			b = appendRecStr(append(b, byte(t)), kv.Value.AsString())
+			v := kv.Value.AsString()
+			if len(v) >= minValueRef && numbered && enc.nrefs < maxSpanRefs {
+				enc.refs[enc.nrefs] = enc.vals.ref(num, v)
+				b = append(b, byte(typeValueRef), byte(enc.nrefs))
+				enc.nrefs++
+			} else {
+				b = appendRecStr(append(b, byte(t)), v)
+			}
 		case attribute.INT64:
 			b = binary.LittleEndian.AppendUint64(append(b, byte(t)), uint64(kv.Value.AsInt64()))
 		default:
-			b, ok = appendValue(b, kv.Value, ok, keys)
+			b, ok = appendValue(b, kv.Value, ok, enc)
 		}
 	}
 	return b, ok
 }
 
-func appendValue(b []byte, v attribute.Value, ok bool, keys *spanKeys) ([]byte, bool) {
+func appendValue(b []byte, v attribute.Value, ok bool, enc *spanEnc) ([]byte, bool) {
 	t := v.Type()
 	b = append(b, byte(t))
 	switch t {
@@ -178,10 +188,10 @@ func appendValue(b []byte, v attribute.Value, ok bool, keys *spanKeys) ([]byte, 
 		vs := v.AsSlice()
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, x := range vs {
-			b, ok = appendValue(b, x, ok, keys)
+			b, ok = appendValue(b, x, ok, enc)
 		}
 	case attribute.MAP:
-		b, ok = appendAttrs(b, v.AsMap(), ok, keys)
+		b, ok = appendAttrs(b, v.AsMap(), ok, enc)
 	default:
 		ok = false
 	}
@@ -197,6 +207,7 @@ var errSpanRecord = errors.New("flight: corrupt span record")
 // not one per string.
 type spanReader struct {
 	keys []string // the key numbers' names
+	refs []string // the span's referenced values
 	str  string   // the record
 	off  int
 	err  error
@@ -311,7 +322,11 @@ func (r *spanReader) attrs() []attribute.KeyValue {
 }
 
 func (r *spanReader) value() attribute.Value {
-	switch attribute.Type(r.byte()) {
+	switch t := r.byte(); attribute.Type(t) {
+	case typeValueRef:
+		if k := int(r.byte()); k < len(r.refs) {
+			return attribute.StringValue(r.refs[k])
+		}
 	case attribute.EMPTY:
 		return attribute.Value{}
 	case attribute.BOOL:
@@ -383,8 +398,8 @@ type decodedSpan struct {
 
 // decodeSpanRecord decodes rec, a record appendSpanRecord wrote, into a
 // span of the given resource and scope.
-func decodeSpanRecord(rec string, scope *spanScope, keys []string) (*decodedSpan, error) {
-	r := &spanReader{str: rec, keys: keys}
+func decodeSpanRecord(rec string, scope *spanScope, keys, refs []string) (*decodedSpan, error) {
+	r := &spanReader{str: rec, keys: keys, refs: refs}
 	d := &decodedSpan{scope: scope}
 	d.sc = r.spanContext()
 	d.parent = r.spanContext()
@@ -516,4 +531,76 @@ func (ks *spanKeys) number(k string) (uint32, bool) {
 	}
 	*e = fastKey{key: k, num: n}
 	return n, true
+}
+
+// spanEnc is what encoding span records takes beside the span: the key
+// numbers, the referenced values, and the references of the span being
+// encoded.
+type spanEnc struct {
+	keys  spanKeys
+	vals  spanValues
+	refs  [maxSpanRefs]int32 // indexes in vals.entries
+	nrefs int
+}
+
+// A span record holds a string value of at least minValueRef bytes by
+// reference, up to maxSpanRefs of them a span: see spanValues.
+const (
+	minValueRef  = 512
+	maxSpanRefs  = 4
+	typeValueRef = attribute.Type(0x80) // not an SDK type
+)
+
+// spanValues holds the long string values of kept spans as the strings
+// they are, each referenced by the records of the spans that have it,
+// instead of copying their bytes into the arena. The long values of a
+// traced agent's spans are tool definitions and system instructions, the
+// same string on every chat span of a session (the tracing extension
+// encodes them once), and message histories: a reference costs neither a
+// copy nor arena room, and the same value is held once. The garbage
+// collector sees one object a value, not a span's whole attributes.
+type spanValues struct {
+	entries []valueEntry
+	free    []int32  // indexes of unused entries
+	byKey   []uint32 // by key number: 1 + the index of the key's latest value
+}
+
+type valueEntry struct {
+	s    string
+	refs int32 // records referencing it; 0: unused
+}
+
+// ref returns the index of the entry holding v, the value of key number
+// key, counting a reference: the key's latest value when it is the same
+// (as a cached encoding is, at once), else a new entry.
+func (vs *spanValues) ref(key uint32, v string) int32 {
+	if int(key) < len(vs.byKey) {
+		if i := vs.byKey[key]; i > 0 {
+			if e := &vs.entries[i-1]; e.refs > 0 && e.s == v {
+				e.refs++
+				return int32(i - 1)
+			}
+		}
+	} else {
+		vs.byKey = append(vs.byKey, make([]uint32, int(key)+1-len(vs.byKey))...)
+	}
+	var i int32
+	if n := len(vs.free); n > 0 {
+		i, vs.free = vs.free[n-1], vs.free[:n-1]
+	} else {
+		i = int32(len(vs.entries))
+		vs.entries = append(vs.entries, valueEntry{})
+	}
+	vs.entries[i] = valueEntry{s: v, refs: 1}
+	vs.byKey[key] = uint32(i) + 1
+	return i
+}
+
+// release drops a reference to entry i.
+func (vs *spanValues) release(i int32) {
+	e := &vs.entries[i]
+	if e.refs--; e.refs == 0 {
+		e.s = ""
+		vs.free = append(vs.free, i)
+	}
 }

@@ -37,7 +37,7 @@ type SpanProcessor struct {
 	arena   spanArena
 	scopes  []*spanScope                     // referenced by slots; nil entries are free
 	odd     map[uint64]sdktrace.ReadOnlySpan // by seq: spans the records cannot encode, kept as they are
-	keys    spanKeys                         // the records' attribute keys
+	enc     spanEnc                          // the records' key numbers and referenced values
 	scratch []byte                           // OnEnd's encoding buffer
 	onEnd   func()                           // notifies the owning extension; may be nil
 }
@@ -50,6 +50,8 @@ type spanSlot struct {
 	off   int // of the record in the arena
 	n     int // the record's length
 	scope int // index in scopes
+	nrefs int
+	refs  [maxSpanRefs]int32 // the values the record references (see spanValues)
 }
 
 var _ sdktrace.SpanProcessor = (*SpanProcessor)(nil)
@@ -88,13 +90,17 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		p.dropped++
 		p.evictLocked(slot)
 	}
-	rec, ok := appendSpanRecord(p.scratch[:0], s, &p.keys)
+	rec, ok := appendSpanRecord(p.scratch[:0], s, &p.enc)
 	p.scratch = rec
 	p.seq++
 	*slot = spanSlot{seq: p.seq, id: id, scope: p.scopeLocked(s)}
 	if ok {
+		slot.nrefs, slot.refs = p.enc.nrefs, p.enc.refs
 		p.putLocked(slot, rec)
 	} else {
+		for _, i := range p.enc.refs[:p.enc.nrefs] {
+			p.enc.vals.release(i)
+		}
 		if p.odd == nil {
 			p.odd = make(map[uint64]sdktrace.ReadOnlySpan)
 		}
@@ -136,6 +142,9 @@ func (p *SpanProcessor) evictLocked(slot *spanSlot) {
 		delete(p.odd, slot.seq)
 	}
 	p.arena.live -= slot.n
+	for _, i := range slot.refs[:slot.nrefs] {
+		p.enc.vals.release(i)
+	}
 	sc := p.scopes[slot.scope]
 	sc.refs--
 	if sc.refs == 0 {
@@ -225,6 +234,7 @@ func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdkt
 // records could not encode.
 type spanCopy struct {
 	keys   []string // see spanKeys
+	refs   []string // the copied spans' referenced values, from copiedSpan.ref
 	recs   []byte
 	spans  []copiedSpan
 	scopes []*spanScope
@@ -233,6 +243,8 @@ type spanCopy struct {
 
 type copiedSpan struct {
 	off, n int
+	ref    int // the index in spanCopy.refs of its first referenced value
+	nrefs  int
 	scope  *spanScope
 	odd    sdktrace.ReadOnlySpan
 }
@@ -242,7 +254,7 @@ type copiedSpan struct {
 func (p *SpanProcessor) copySince(seq uint64, keep func(trace.TraceID) bool) *spanCopy {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := &spanCopy{last: max(seq, p.seq), keys: p.keys.names}
+	c := &spanCopy{last: max(seq, p.seq), keys: p.enc.keys.names}
 	size := 0
 	start := p.next
 	if !p.full {
@@ -258,7 +270,10 @@ func (p *SpanProcessor) copySince(seq uint64, keep func(trace.TraceID) bool) *sp
 		if s.seq <= seq || (keep != nil && !keep(s.id.trace)) {
 			continue
 		}
-		cs := copiedSpan{off: len(c.recs), n: s.n, scope: p.scopes[s.scope]}
+		cs := copiedSpan{off: len(c.recs), n: s.n, scope: p.scopes[s.scope], ref: len(c.refs), nrefs: s.nrefs}
+		for _, i := range s.refs[:s.nrefs] {
+			c.refs = append(c.refs, p.enc.vals.entries[i].s)
+		}
 		if s.n == 0 {
 			cs.odd = p.odd[s.seq]
 		}
@@ -296,7 +311,7 @@ func (c *spanCopy) decode() ([]sdktrace.ReadOnlySpan, error) {
 			out = append(out, cs.odd)
 			continue
 		}
-		d, err := decodeSpanRecord(all[cs.off:cs.off+cs.n], cs.scope, c.keys)
+		d, err := decodeSpanRecord(all[cs.off:cs.off+cs.n], cs.scope, c.keys, c.refs[cs.ref:cs.ref+cs.nrefs])
 		if err != nil {
 			errs = err
 			continue

@@ -63,6 +63,15 @@ func everyKindStub(t testing.TB) tracetest.SpanStub {
 	}
 }
 
+// strings returns the values the span just encoded with enc references.
+func (vs *spanValues) strings(enc spanEnc) []string {
+	var out []string
+	for _, i := range enc.refs[:enc.nrefs] {
+		out = append(out, vs.entries[i].s)
+	}
+	return out
+}
+
 // asStub reads s back as a stub, for comparisons.
 func asStub(s sdktrace.ReadOnlySpan) tracetest.SpanStub {
 	st := tracetest.SpanStubFromReadOnlySpan(s)
@@ -74,12 +83,12 @@ func TestSpanRecordRoundTrip(t *testing.T) {
 	stubs := []tracetest.SpanStub{everyKindStub(t), {Name: "bare"}}
 	for _, stub := range stubs {
 		in := stub.Snapshot()
-		var keys spanKeys
-		rec, ok := appendSpanRecord(nil, in, &keys)
+		var enc spanEnc
+		rec, ok := appendSpanRecord(nil, in, &enc)
 		if !ok {
 			t.Fatalf("%s: not encodable", stub.Name)
 		}
-		out, err := decodeSpanRecord(string(rec), &spanScope{res: in.Resource(), scope: in.InstrumentationScope()}, keys.names)
+		out, err := decodeSpanRecord(string(rec), &spanScope{res: in.Resource(), scope: in.InstrumentationScope()}, enc.keys.names, enc.vals.strings(enc))
 		if err != nil {
 			t.Fatalf("%s: %v", stub.Name, err)
 		}
@@ -97,14 +106,14 @@ func TestSpanRecordRoundTrip(t *testing.T) {
 }
 
 func TestSpanRecordCorrupt(t *testing.T) {
-	var keys spanKeys
-	rec, _ := appendSpanRecord(nil, everyKindStub(t).Snapshot(), &keys)
+	var enc spanEnc
+	rec, _ := appendSpanRecord(nil, everyKindStub(t).Snapshot(), &enc)
 	for n := 0; n < len(rec); n += 1 + n/64 {
-		if _, err := decodeSpanRecord(string(rec[:n]), &spanScope{}, keys.names); err == nil {
+		if _, err := decodeSpanRecord(string(rec[:n]), &spanScope{}, enc.keys.names, enc.vals.strings(enc)); err == nil {
 			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(rec))
 		}
 	}
-	if _, err := decodeSpanRecord(string(rec)+"x", &spanScope{}, keys.names); err == nil {
+	if _, err := decodeSpanRecord(string(rec)+"x", &spanScope{}, enc.keys.names, enc.vals.strings(enc)); err == nil {
 		t.Fatal("a record with a trailing byte decoded")
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -113,7 +122,7 @@ func TestSpanRecordCorrupt(t *testing.T) {
 		for range 1 + r.IntN(4) {
 			b[r.IntN(len(b))] = byte(r.Uint32())
 		}
-		decodeSpanRecord(string(b), &spanScope{}, keys.names[:r.IntN(len(keys.names))]) // must not panic
+		decodeSpanRecord(string(b), &spanScope{}, enc.keys.names[:r.IntN(len(enc.keys.names))], enc.vals.strings(enc)) // must not panic
 	}
 }
 
@@ -250,26 +259,80 @@ func TestSpanBufferScopes(t *testing.T) {
 // TestSpanRecordKeys checks that keys are numbered once, whatever their
 // bytes' address, and held as bytes once the numbers run out.
 func TestSpanRecordKeys(t *testing.T) {
-	var keys spanKeys
+	var enc spanEnc
 	dyn := func(s string) string { return string([]byte(s)) } // the same key at another address
 	for _, k := range []string{"a", dyn("a"), "b", dyn("b"), "a"} {
-		keys.number(k)
+		enc.keys.number(k)
 	}
-	if len(keys.names) != 2 {
-		t.Fatalf("%d keys numbered for two", len(keys.names))
+	if len(enc.keys.names) != 2 {
+		t.Fatalf("%d keys numbered for two", len(enc.keys.names))
 	}
 	stub := tracetest.SpanStub{Name: "s"}
 	for i := range maxSpanKeys + 3 {
 		stub.Attributes = append(stub.Attributes, attribute.Int(fmt.Sprint("k", i), i))
 	}
 	in := stub.Snapshot()
-	rec, _ := appendSpanRecord(nil, in, &keys)
-	if len(keys.names) != maxSpanKeys {
-		t.Errorf("%d keys numbered, want at most %d", len(keys.names), maxSpanKeys)
+	rec, _ := appendSpanRecord(nil, in, &enc)
+	if len(enc.keys.names) != maxSpanKeys {
+		t.Errorf("%d keys numbered, want at most %d", len(enc.keys.names), maxSpanKeys)
 	}
-	out, err := decodeSpanRecord(string(rec), &spanScope{}, keys.names)
+	out, err := decodeSpanRecord(string(rec), &spanScope{}, enc.keys.names, enc.vals.strings(enc))
 	if err != nil || !reflect.DeepEqual(out.Attributes(), in.Attributes()) {
 		t.Errorf("attributes past the numbered keys do not round-trip: %v", err)
+	}
+}
+
+// TestSpanValueRefs checks that long values are held once however many
+// spans have them, that a span keeps at most maxSpanRefs by reference
+// (the others as bytes), and that values no kept span has are let go.
+func TestSpanValueRefs(t *testing.T) {
+	p := newSpanProcessor(3)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
+	tools := strings.Repeat("tool definitions ", 100) // one string, as a cached encoding is
+	inUse := func() (n int, bytes int) {
+		for _, e := range p.enc.vals.entries {
+			if e.refs > 0 {
+				n++
+				bytes += len(e.s)
+			}
+		}
+		return n, bytes
+	}
+	for i := range 10 {
+		_, s := tp.Tracer("t").Start(context.Background(), fmt.Sprint(i))
+		attrs := []attribute.KeyValue{attribute.String("tools", tools), attribute.String("short", "x")}
+		for k := range 5 { // one more than a span references
+			attrs = append(attrs, attribute.String(fmt.Sprint("messages", k), fmt.Sprint(i, k, strings.Repeat(".", 600))))
+		}
+		s.SetAttributes(attrs...)
+		s.End()
+	}
+	n, _ := inUse()
+	// 3 spans kept: the tools value once, and 3 message values each (the
+	// fifth long value of a span and the fourth message are bytes).
+	if want := 1 + 3*3; n != want {
+		t.Errorf("%d values held for 3 spans, want %d", n, want)
+	}
+	for k, s := range p.Spans(nil) {
+		i := 7 + k
+		got := map[string]string{}
+		for _, kv := range s.Attributes() {
+			got[string(kv.Key)] = kv.Value.AsString()
+		}
+		if got["tools"] != tools || got["short"] != "x" {
+			t.Errorf("span %d: tools or short value changed", i)
+		}
+		for k := range 5 {
+			if want := fmt.Sprint(i, k, strings.Repeat(".", 600)); got[fmt.Sprint("messages", k)] != want {
+				t.Errorf("span %d: messages%d = %.20q…, want %.20q…", i, k, got[fmt.Sprint("messages", k)], want)
+			}
+		}
+	}
+	for i := range 3 {
+		payloadSpan(tp.Tracer("t"), fmt.Sprint("s", i), 10)
+	}
+	if n, bytes := inUse(); n != 0 || bytes != 0 {
+		t.Errorf("%d values (%d bytes) held after their spans were evicted", n, bytes)
 	}
 }
 
