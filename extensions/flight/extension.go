@@ -78,12 +78,11 @@ type Extension struct {
 	started   bool // the background goroutines run
 	closing   bool // Teardown began: no new automatic bundle
 	closed    bool
-	traces    map[trace.TraceID]struct{} // trace IDs of the recent runs
-	traceRing []trace.TraceID            // the same, oldest first from traceNext
-	traceNext int
-	lastTrace trace.TraceID // the last one noted: most events repeat it
-	traceCap  int           // maxTraces; smaller in tests
-	lock      *os.File      // holds the recording's lock while it is in use
+	traceRing []trace.TraceID // trace IDs of the recent runs, oldest first from traceNext when full
+	traceNext int             // where the next one goes
+	lastTrace trace.TraceID   // the last one noted: most events repeat it
+	traceCap  int             // maxTraces; smaller in tests
+	lock      *os.File        // holds the recording's lock while it is in use
 
 	ec        *harness.ExtensionContext
 	agentName string
@@ -200,7 +199,6 @@ func New(opts ...Option) *Extension {
 		red:        NewRedactor(c.rules, c.redactFuncs...),
 		spans:      newSpanProcessor(c.spanCapacity),
 		ring:       newEventRing(c.ringSize),
-		traces:     map[trace.TraceID]struct{}{},
 		traceCap:   maxTraces,
 		snapKick:   make(chan struct{}, 1),
 		snapStop:   make(chan struct{}),
@@ -656,24 +654,34 @@ func (x *Extension) record(e *Event) {
 }
 
 // noteTraceLocked remembers id among the recent traces, forgetting the
-// oldest past maxTraces.
+// oldest past traceCap. Events come run after run, each run's with its
+// trace: a trace already among the latest recentTraceDepth is not added
+// again, one seen longer ago is (it then takes two places in the ring).
+// A ring without a set keeps a new trace at the cost of a few
+// comparisons; the snapshotter makes the set it filters with.
 func (x *Extension) noteTraceLocked(id trace.TraceID) {
 	if id == x.lastTrace {
 		return
 	}
 	x.lastTrace = id
-	if _, ok := x.traces[id]; ok {
-		return
+	n := len(x.traceRing)
+	for k := 1; k <= recentTraceDepth && k <= n; k++ {
+		if x.traceRing[(x.traceNext-k+n)%n] == id {
+			return
+		}
 	}
-	if len(x.traceRing) < x.traceCap {
+	if n < x.traceCap {
 		x.traceRing = append(x.traceRing, id)
+		x.traceNext = len(x.traceRing) % x.traceCap
 	} else {
-		delete(x.traces, x.traceRing[x.traceNext])
 		x.traceRing[x.traceNext] = id
 		x.traceNext = (x.traceNext + 1) % x.traceCap
 	}
-	x.traces[id] = struct{}{}
 }
+
+// recentTraceDepth is how many of the latest traces noteTraceLocked
+// compares a trace with.
+const recentTraceDepth = 8
 
 // startLocked opens the journal and starts the snapshotter and the bundle
 // writer, at the first event.

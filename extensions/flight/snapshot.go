@@ -343,8 +343,8 @@ func (x *Extension) compactSpans(ctx context.Context) int {
 // recorder saw.
 func (x *Extension) inRecentTrace() func(trace.TraceID) bool {
 	x.mu.Lock()
-	traces := make(map[trace.TraceID]struct{}, len(x.traces))
-	for t := range x.traces {
+	traces := make(map[trace.TraceID]struct{}, len(x.traceRing))
+	for _, t := range x.traceRing {
 		traces[t] = struct{}{}
 	}
 	x.mu.Unlock()
