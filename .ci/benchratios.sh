@@ -43,7 +43,12 @@ go test -c -o "$bin/tracing.test" ./extensions/tracing
 go test -c -o "$bin/flight.test" ./extensions/flight
 
 # name binary benchmark N1 N2 (FullStack's spills-2000 set-up, about 1.5 s,
-# varies by a few tenths: its N2 - N1 must be worth seconds)
+# varies by a few tenths: its N2 - N1 must be worth seconds. FullStack's N1
+# is past the flight recorder's warm-up, its buffers growing to their size
+# and its first snapshot of a full span buffer, about 1 s in, and N2 - N1
+# spans several snapshot intervals: with N1 = 5,000 (0.15 s) and N2 =
+# 45,000, the window held that one-time work every time and one snapshot or
+# two by chance, and the per-op values of one binary ranged over 29-38 µs)
 benches=(
 	"run harness BenchmarkRun\$ 50000 250000"
 	"floor harness BenchmarkFloor\$ 50000 250000"
@@ -53,9 +58,9 @@ benches=(
 	"traced-nm tracing BenchmarkTracedRunNoMirror\$ 5000 25000"
 	"otelfloor-nm tracing BenchmarkOTelFloorNoMirror\$ 5000 25000"
 	"handotel tracing BenchmarkHandOTelRun\$ 5000 25000"
-	"fs-traced flight BenchmarkFullStack\$/traced-only\$ 5000 45000"
-	"fs-spills0 flight BenchmarkFullStack\$/spills-0\$ 5000 45000"
-	"fs-spills2000 flight BenchmarkFullStack\$/spills-2000\$ 5000 45000"
+	"fs-traced flight BenchmarkFullStack\$/traced-only\$ 45000 245000"
+	"fs-spills0 flight BenchmarkFullStack\$/spills-0\$ 45000 245000"
+	"fs-spills2000 flight BenchmarkFullStack\$/spills-2000\$ 45000 245000"
 )
 
 # cpu BIN BENCH N: user+sys seconds of one run (GOMAXPROCS=1: one

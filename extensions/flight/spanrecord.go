@@ -17,10 +17,11 @@ import (
 
 // A span record is an ended span encoded into bytes, so that the span
 // buffer holds its spans in one pointer-free arena instead of as SDK
-// objects: thousands of kept spans then cost the garbage collector one
-// object to skip, not tens of thousands to mark on every cycle. The
-// resource and instrumentation scope, shared by many spans, stay objects
-// and are referenced by an index (see spanScopes).
+// objects: thousands of kept spans then cost the garbage collector a few
+// objects to mark on every cycle, not tens of thousands. The resource and
+// instrumentation scope, shared by many spans, stay objects referenced by
+// an index (see spanScope), and so do long string values (see
+// spanValues).
 //
 // Layout (integers little-endian; n is a uvarint; str is n then bytes):
 //
@@ -322,7 +323,7 @@ func (r *spanReader) attrs() []attribute.KeyValue {
 }
 
 func (r *spanReader) value() attribute.Value {
-	switch t := r.byte(); attribute.Type(t) {
+	switch attribute.Type(r.byte()) {
 	case typeValueRef:
 		if k := int(r.byte()); k < len(r.refs) {
 			return attribute.StringValue(r.refs[k])
