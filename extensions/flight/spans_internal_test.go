@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -333,6 +334,59 @@ func TestSpanValueRefs(t *testing.T) {
 	}
 	if n, bytes := inUse(); n != 0 || bytes != 0 {
 		t.Errorf("%d values (%d bytes) held after their spans were evicted", n, bytes)
+	}
+}
+
+// TestSpanBufferConcurrent ends spans from several goroutines, long
+// values and short, while others read the buffer: every span read back is
+// whole (run under -race).
+func TestSpanBufferConcurrent(t *testing.T) {
+	p := newSpanProcessor(64)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
+	shared := strings.Repeat("shared tool definitions ", 40)
+	done := make(chan struct{})
+	var writers sync.WaitGroup
+	for w := range 4 {
+		writers.Go(func() {
+			for i := range 500 {
+				_, s := tp.Tracer("t").Start(context.Background(), fmt.Sprintf("w%d-%d", w, i))
+				s.SetAttributes(attribute.String("tools", shared), attribute.String("own", strings.Repeat(fmt.Sprint(w), 100*(i%10))))
+				s.End()
+			}
+		})
+	}
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		var seq uint64
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for _, s := range p.Spans(nil) {
+				var w, i int
+				if _, err := fmt.Sscanf(s.Name(), "w%d-%d", &w, &i); err != nil {
+					t.Errorf("a span read back is named %q", s.Name())
+					return
+				}
+				got := map[string]string{}
+				for _, kv := range s.Attributes() {
+					got[string(kv.Key)] = kv.Value.AsString()
+				}
+				if got["tools"] != shared || got["own"] != strings.Repeat(fmt.Sprint(w), 100*(i%10)) {
+					t.Errorf("span %s read back with other values", s.Name())
+					return
+				}
+			}
+			_, seq, _ = p.since(seq, nil)
+		}
+	})
+	writers.Wait()
+	close(done)
+	readers.Wait()
+	if n := len(p.Spans(nil)); n != 64 {
+		t.Errorf("%d spans kept, want 64", n)
 	}
 }
 
