@@ -2,6 +2,7 @@ package spill
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -137,5 +138,54 @@ func TestLargeResultBoundedHeap(t *testing.T) {
 				t.Errorf("output lacks %q:\n%.400s", c.want, out)
 			}
 		})
+	}
+}
+
+// TestIndexObjectsPerResult checks that a stored result costs the index
+// few heap objects (its entry and one allocation for its strings, the
+// line index shared when the result is shorter than a search chunk): the
+// garbage collector marks every one at every cycle while the index lives.
+func TestIndexObjectsPerResult(t *testing.T) {
+	e := New(WithDir(t.TempDir()))
+	t.Cleanup(func() { _ = e.Teardown(context.Background()) })
+	ctx := t.Context()
+	if _, err := e.spill(ctx, "tool", "warm-up", false, strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	objects := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapObjects
+	}
+	const n = 2000
+	before := objects()
+	for i := range n {
+		r, err := e.spill(ctx, "tool", fmt.Sprintf("call_%d", i), false, strings.NewReader(strings.Repeat("a result line\n", 100)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == n-1 {
+			got, _, idx, err := e.openIndexed(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Close()
+			if len(idx) != 1 || idx[0] != 0 {
+				t.Errorf("line index %v", idx)
+			}
+		}
+	}
+	after := objects()
+	runtime.KeepAlive(e)
+	if per := float64(after-before) / n; per > 2.5 {
+		t.Errorf("%.1f heap objects a stored result, want at most 2.5", per)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, en := range e.results {
+		if en.meta.ID != id || len(en.meta.SHA256) != 64 || !strings.HasPrefix(en.meta.CallID, "call_") && en.meta.CallID != "warm-up" {
+			t.Fatalf("result %s: meta %+v", id, en.meta)
+		}
 	}
 }
