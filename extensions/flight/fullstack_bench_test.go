@@ -127,6 +127,9 @@ func BenchmarkFullStack(b *testing.B) {
 					b.Fatalf("%d spilled results, want %d", len(arts), spills)
 				}
 			}
+			// The set-up script is the fixture's, not the stack's: let it
+			// go, as a provider keeps no past responses.
+			prov.setup = nil
 			prov.benching.Store(true)
 			b.ReportAllocs()
 			b.ResetTimer()
