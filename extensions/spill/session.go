@@ -89,7 +89,7 @@ func (e *Extension) OnLoadSession(ctx context.Context, _ *harness.ExtensionConte
 	own := e.store
 	e.mu.Unlock()
 	for _, r := range st.Results {
-		en := &entry{meta: r.Meta, dir: r.Dir}
+		en := entry{meta: r.Meta, dir: r.Dir}
 		switch {
 		case own != nil && statOK(ctx, own, r.ID):
 			en.store = own
@@ -111,7 +111,7 @@ func (e *Extension) OnLoadSession(ctx context.Context, _ *harness.ExtensionConte
 			e.log().Warn("spill: a result of the loaded session is unavailable", "id", r.ID, "reason", en.missing)
 		}
 		e.mu.Lock()
-		e.results[r.ID] = en
+		e.results[r.ID] = e.newEntryLocked(en)
 		e.saved[r.ID] = true
 		e.version++
 		e.mu.Unlock()

@@ -163,6 +163,7 @@ type Extension struct {
 	own      *DirStore      // the store the extension created (temp or WithDir)
 	tempDir  string         // the temporary directory, when own is temporary
 	results  map[string]*entry
+	slab     []entry              // where newEntryLocked takes the next entries from
 	restored map[string]*DirStore // read-only stores of loaded sessions, by dir
 	saved    map[string]bool
 	closed   bool
@@ -365,7 +366,7 @@ func (e *Extension) spill(ctx context.Context, tool, callID string, isErr bool, 
 		return Result{}, ErrClosed
 	}
 	m, verified = compactStrings(m, verified)
-	e.results[m.ID] = &entry{meta: m, store: st, dir: dir, verified: verified, lines: compactIndex(c.lines.index)}
+	e.results[m.ID] = e.newEntryLocked(entry{meta: m, store: st, dir: dir, verified: verified, lines: compactIndex(c.lines.index)})
 	e.version++
 	e.mu.Unlock()
 	e.stats.spilled.Add(1)
@@ -386,6 +387,23 @@ func compactStrings(m Meta, verified string) (Meta, string) {
 	}
 	m.ID, m.CallID, m.SHA256 = cut(len(m.ID)), cut(len(m.CallID)), cut(len(m.SHA256))
 	return m, cut(len(verified))
+}
+
+// entrySlab is how many entries newEntryLocked allocates at once.
+const entrySlab = 64
+
+// newEntryLocked returns a pointer to a copy of en, from a slab of
+// entries: an index of thousands of results is then a few dozen objects
+// for the garbage collector, not thousands. Entries are never removed
+// from the index, so no slab is held by a forgotten one. e.mu must be held.
+func (e *Extension) newEntryLocked(en entry) *entry {
+	if len(e.slab) == 0 {
+		e.slab = make([]entry, entrySlab)
+	}
+	p := &e.slab[0]
+	e.slab = e.slab[1:]
+	*p = en
+	return p
 }
 
 // oneChunk is the line index of every result shorter than a search chunk.
@@ -643,7 +661,7 @@ func (e *Extension) adopt(ctx context.Context, id string) (*entry, error) {
 	if en := e.results[id]; en != nil { // adopted meanwhile
 		return en, nil
 	}
-	en := &entry{meta: m, store: st, dir: dir, verified: stamp, lines: c.lines.index}
+	en := e.newEntryLocked(entry{meta: m, store: st, dir: dir, verified: stamp, lines: compactIndex(c.lines.index)})
 	e.results[id] = en
 	e.version++
 	return en, nil
