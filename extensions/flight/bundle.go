@@ -274,7 +274,7 @@ func (b *bundleWriter) TraceIDs() map[string]bool { return b.traces }
 
 // SetSpans sets the spans (redacted before encoding).
 func (b *bundleWriter) SetSpans(req *coltracepb.ExportTraceServiceRequest) error {
-	data, err := marshalSpans(nil, req, b.red)
+	data, err := marshalSpans(req, b.red)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func (x *Extension) snapshotter() {
 				x.syncParts()
 			}
 			if x.spansDirty.Swap(false) || x.spansLogBytes > 0 {
-				x.compactSpans(ctx)
+				x.compactSpans()
 			}
 			return
 		}
@@ -89,7 +89,7 @@ func (x *Extension) snapshotter() {
 		runSpans, runSession, next := sched.plan(start, spansDirty, x.sessionDirty.Load(), pending)
 		if runSpans {
 			x.spansDirty.Store(false)
-			n := x.snapshotSpans(ctx)
+			n := x.snapshotSpans()
 			sched.spansDone(start, time.Since(start), n)
 		}
 		if runSession {
@@ -261,9 +261,9 @@ var spansCompactBytes int64 = 8 << 20
 // it appends them as one OTLP JSON line to spans.jsonl, and compacts into
 // spans.json only when the log has grown past spansCompactBytes. Readers
 // (ExportJournal, flightrec) merge the two. It runs on the snapshotter.
-func (x *Extension) snapshotSpans(ctx context.Context) int {
+func (x *Extension) snapshotSpans() int {
 	if x.spansLogBytes > spansCompactBytes {
-		return x.compactSpans(ctx)
+		return x.compactSpans()
 	}
 	x.mu.Lock()
 	open := x.journal != nil
@@ -271,10 +271,7 @@ func (x *Extension) snapshotSpans(ctx context.Context) int {
 	if !open {
 		return 0
 	}
-	spans, last, derr := x.spans.since(x.spanSeq, x.inRecentTrace())
-	if derr != nil {
-		x.ec.Logger().Warn("flight: span snapshot", "err", derr)
-	}
+	spans, last := x.recentSpans(x.spanSeq)
 	if len(spans) == 0 {
 		x.spanSeq = last
 		return 0
@@ -288,6 +285,17 @@ func (x *Extension) snapshotSpans(ctx context.Context) int {
 	x.spanSeq = last
 	x.spansLogBytes += int64(len(data)) + 1
 	return len(spans)
+}
+
+// recentSpans returns the buffered spans of the recent traces numbered
+// after seq and the number of the last span kept (see
+// SpanProcessor.since), logging records that did not decode.
+func (x *Extension) recentSpans(seq uint64) ([]sdktrace.ReadOnlySpan, uint64) {
+	spans, last, err := x.spans.since(seq, x.inRecentTrace())
+	if err != nil {
+		x.ec.Logger().Warn("flight: span snapshot", "err", err)
+	}
+	return spans, last
 }
 
 // encodeSpans encodes spans as one redacted OTLP/JSON export request,
@@ -312,17 +320,14 @@ func (x *Extension) encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
 // compactSpans writes every buffered span of the recent traces into
 // spans.json and removes spans.jsonl: at close, and when the log is
 // large. It returns the number of spans written.
-func (x *Extension) compactSpans(ctx context.Context) int {
+func (x *Extension) compactSpans() int {
 	x.mu.Lock()
 	open := x.journal != nil
 	x.mu.Unlock()
 	if !open {
 		return 0
 	}
-	spans, last, derr := x.spans.since(0, x.inRecentTrace())
-	if derr != nil {
-		x.ec.Logger().Warn("flight: span snapshot", "err", derr)
-	}
+	spans, last := x.recentSpans(0)
 	data := x.encodeSpans(spans)
 	err := writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)
 	if err == nil {

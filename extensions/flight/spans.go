@@ -233,12 +233,11 @@ func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdkt
 // decode outside it: their records in one buffer, and the spans the
 // records could not encode.
 type spanCopy struct {
-	keys   []string // see spanKeys
-	refs   []string // the copied spans' referenced values, from copiedSpan.ref
-	recs   []byte
-	spans  []copiedSpan
-	scopes []*spanScope
-	last   uint64
+	keys  []string // see spanKeys
+	refs  []string // the copied spans' referenced values, from copiedSpan.ref
+	recs  []byte
+	spans []copiedSpan
+	last  uint64
 }
 
 type copiedSpan struct {
@@ -346,12 +345,12 @@ func (p *SpanProcessor) setNotify(fn func()) {
 // redacting it with red (when not nil): protojson's mapping with trace and
 // span IDs as hex and enum values as integers, as the OTLP specification
 // requires, so that an OTLP/HTTP JSON receiver accepts the bytes as they
-// are. Equal requests give equal bytes. It appends them to buf.
-func marshalSpans(buf []byte, req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]byte, error) {
+// are. Equal requests give equal bytes.
+func marshalSpans(req *coltracepb.ExportTraceServiceRequest, red *Redactor) ([]byte, error) {
 	if red != nil {
 		otlpspans.Redact(req, &red.r)
 	}
-	b, err := otlpjson.Append(buf, req)
+	b, err := otlpjson.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("flight: spans: %w", err)
 	}

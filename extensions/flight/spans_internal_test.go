@@ -473,7 +473,7 @@ func TestSpanSnapshotEncoding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := marshalSpans(nil, req, red)
+		want, err := marshalSpans(req, red)
 		if err != nil {
 			t.Fatal(err)
 		}

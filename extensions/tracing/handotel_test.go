@@ -245,7 +245,7 @@ func textMessages(role harness.Role, text, finish string) string {
 	return jsonString([]otelMessage{{Role: string(role), Parts: []any{otelTextPart{Type: "text", Content: text}}, FinishReason: finish}})
 }
 
-// finishReason maps the harness's stop reasons onto the GenAI finish
+// handFinishReason maps the harness's stop reasons onto the GenAI finish
 // reasons.
 func handFinishReason(s harness.StopReason) string {
 	switch s {

@@ -16,25 +16,15 @@ import (
 // order, enum values as integers, trace and span IDs as lowercase hex.
 // Equal requests give equal bytes. The output has no trailing newline.
 func Marshal(req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
-	return Append(make([]byte, 0, 4096), req)
-}
-
-// Append appends Marshal's encoding of req to dst: a caller that encodes
-// often reuses its buffer. On error, dst is returned as it was.
-func Append(dst []byte, req *coltracepb.ExportTraceServiceRequest) ([]byte, error) {
 	if directEncoding {
-		e := encoder{out: dst}
+		e := encoder{out: make([]byte, 0, 4096)}
 		e.request(req)
 		if e.err != nil {
-			return dst, fmt.Errorf("otlpjson: %w", e.err)
+			return nil, fmt.Errorf("otlpjson: %w", e.err)
 		}
 		return e.out, nil
 	}
-	b, err := marshalProtojson(req)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, b...), nil
+	return marshalProtojson(req)
 }
 
 // marshalProtojson is Marshal through protojson.

@@ -70,16 +70,6 @@ func TestMarshal(t *testing.T) {
 	if err != nil || !bytes.Equal(again, data) {
 		t.Errorf("not deterministic")
 	}
-	buf := append(make([]byte, 0, 8), "prefix"...)
-	appended, err := otlpjson.Append(buf, sample())
-	if err != nil || string(appended) != "prefix"+string(data) {
-		t.Errorf("Append after a prefix = %q, %v; want the prefix and Marshal's bytes", appended, err)
-	}
-	bad := sample()
-	bad.ResourceSpans[0].ScopeSpans[0].Spans[0].Name = string([]byte{0xff})
-	if out, err := otlpjson.Append(buf, bad); err == nil || string(out) != "prefix" {
-		t.Errorf("Append of an invalid request = %q, %v; want the buffer as it was and an error", out, err)
-	}
 	back, err := otlpjson.Unmarshal(data)
 	if err != nil {
 		t.Fatal(err)
