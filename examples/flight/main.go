@@ -44,7 +44,9 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "recording into %s\n", dir)
 
 	rec := flight.New(flight.WithDir(dir), flight.WithIncludeArtifacts(true))
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.SpanProcessor()))
+	// The recorder registers its span processor on the tracing
+	// extension's provider by itself.
+	tp := sdktrace.NewTracerProvider()
 	defer tp.Shutdown(context.WithoutCancel(ctx))
 
 	fetchConfig, err := harness.NewTool("fetch_config", "Fetch a service's configuration.",

@@ -226,7 +226,9 @@ func (x *Extension) Name() string { return Name }
 func (x *Extension) Priority() int { return Priority }
 
 // SpanProcessor returns the processor that keeps the recent ended spans
-// for bundles. Register it on the application's TracerProvider.
+// for bundles. The recorder registers it on the tracing extension's
+// provider by itself ([WithSpanRegistration]); register it on any other
+// TracerProvider whose spans bundles should hold.
 func (x *Extension) SpanProcessor() *SpanProcessor { return x.spans }
 
 // Redactor returns the redactor applied to everything the recorder writes.

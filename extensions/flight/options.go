@@ -176,7 +176,9 @@ func WithRecordingLimits(maxCount int, maxBytes int64) Option {
 // *sdktrace.TracerProvider, or any provider with RegisterSpanProcessor
 // and UnregisterSpanProcessor methods, as exporters.Provider has. It is
 // unregistered at Teardown. Registering [Extension.SpanProcessor] by hand
-// as well does no harm: a span given twice is kept once.
+// on that provider as well does no harm (a span given twice is kept once)
+// but costs a second call at every span's end: register it by hand only
+// on another provider, or with the registration off.
 func WithSpanRegistration(on bool) Option { return func(c *config) { c.registerSpans = on } }
 
 // WithRedactRules adds redaction rules after the built-in ones.
