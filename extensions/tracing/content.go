@@ -561,6 +561,10 @@ func (h *historyCache) encode(ctx context.Context, e *Extension, msgs []harness.
 	for k < len(msgs) && k < len(h.ids) && h.ids[k] == idOf(&msgs[k]) {
 		k++
 	}
+	// The IDs past k point into messages that are gone from the
+	// conversation (a shorter one after a reset): clear them, so that the
+	// garbage collector neither keeps those messages alive nor marks them.
+	clear(h.ids[k:])
 	h.ids, h.ends, h.info = h.ids[:k], h.ends[:k], h.info[:k]
 	if k == 0 {
 		h.buf = append(h.buf[:0], '[')

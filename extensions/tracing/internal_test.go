@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/harnessx/harnessx/harness"
@@ -369,4 +372,31 @@ func TestVerdictsFollowValues(t *testing.T) {
 	if !h.cleanText(reply.Content[0].Text) || h.cleanText(strings.Clone(reply.Content[0].Text)) {
 		t.Error("text verdicts go by identity")
 	}
+}
+
+// TestHistoryCacheLetsOldMessagesGo checks that the history cache does
+// not keep the messages of a longer conversation alive once a shorter one
+// (after a reset) is encoded: the identities it keeps past the common
+// prefix point into them.
+func TestHistoryCacheLetsOldMessagesGo(t *testing.T) {
+	h := historyCache{red: redact.Builtin()}
+	long := make([]harness.Message, 200)
+	for i := range long {
+		long[i] = harness.UserMessage(fmt.Sprintf("message %d", i))
+	}
+	var collected atomic.Int32
+	for i := range long {
+		runtime.AddCleanup(&long[i].Content[0], func(*atomic.Int32) { collected.Add(1) }, &collected)
+	}
+	h.encode(context.Background(), nil, long)
+	long = nil
+	h.encode(context.Background(), nil, []harness.Message{harness.UserMessage("again")})
+	for i := 0; i < 20 && collected.Load() < 200; i++ {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := collected.Load(); n != 200 {
+		t.Fatalf("%d of the 200 old messages' parts were collected; the cache keeps the rest alive", n)
+	}
+	runtime.KeepAlive(&h)
 }
