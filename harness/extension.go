@@ -69,10 +69,10 @@ type SessionSaver interface {
 // StateVersioner is implemented by a [SessionSaver] whose state changes
 // rarely and costs much to encode (a list of every stored result): it
 // returns a number that changes whenever the state OnSaveSession would
-// return changes. [Agent.SaveExtensionState] then reuses the state it
-// encoded last, without calling OnSaveSession, for a snapshot
-// ([AsSnapshot]) taken while the number stays the same; a save that is not
-// a snapshot always calls OnSaveSession.
+// return changes. [Agent.SaveExtensionState] and [Agent.SaveSession] then
+// reuse the state encoded last, without calling OnSaveSession, for a
+// snapshot ([AsSnapshot]) taken while the number stays the same; a save
+// that is not a snapshot always calls OnSaveSession.
 type StateVersioner interface {
 	StateVersion() uint64
 }

@@ -57,16 +57,67 @@ func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
 	if d.Messages == nil {
 		d.Messages = []Message{}
 	}
-	exts, _, err := a.saveExtensions(ctx, false)
+	snapshot := IsSnapshot(ctx)
+	if snapshot {
+		a.snapMu.Lock()
+		defer a.snapMu.Unlock()
+	}
+	exts, _, err := a.saveExtensions(ctx, snapshot)
 	if err != nil {
 		return nil, err
 	}
-	d.Extensions = exts
-	b, err := json.Marshal(d)
+	b, err := encodeSession(&d, exts)
 	if err != nil {
 		return nil, &SessionError{Op: "save", Reason: "encoding", Err: err}
 	}
 	return b, nil
+}
+
+// encodeSession encodes d with exts as its extensions: the bytes
+// json.Marshal gives for d with d.Extensions = exts, without encoding/json
+// checking, escaping and copying each state again. The states must be
+// json.Marshal's output, compact and HTML-escaped, as saveExtensions makes
+// them (a spill extension's lists every stored result: hundreds of
+// kilobytes for thousands).
+func encodeSession(d *sessionData, exts map[string]json.RawMessage) ([]byte, error) {
+	d.Extensions = nil
+	active := d.ActiveTools
+	d.ActiveTools = nil
+	head, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	var tail []byte
+	if len(active) > 0 {
+		if tail, err = json.Marshal(active); err != nil {
+			return nil, err
+		}
+	}
+	n := len(head) + len(tail) + 32
+	names := slices.Sorted(maps.Keys(exts))
+	keys := make([][]byte, len(names))
+	for i, name := range names {
+		if keys[i], err = json.Marshal(name); err != nil {
+			return nil, err
+		}
+		n += len(keys[i]) + len(exts[name]) + 2
+	}
+	b := make([]byte, 0, n)
+	b = append(b, head[:len(head)-1]...) // without its closing brace
+	if len(names) > 0 {
+		b = append(b, `,"extensions":{`...)
+		for i, name := range names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(append(append(b, keys[i]...), ':'), exts[name]...)
+		}
+		b = append(b, '}')
+	}
+	if len(tail) > 0 {
+		b = append(append(b, `,"active_tools":`...), tail...)
+	}
+	return append(b, '}'), nil
 }
 
 // LoadSession builds an agent from opts (as [New] does: supply the provider,

@@ -286,6 +286,18 @@ func TestExtensionStateSnapshotReuse(t *testing.T) {
 	if _, err := a.SaveSession(ctx); err != nil || v.saves.Load() != 4 {
 		t.Fatalf("SaveSession: %d saves, %v", v.saves.Load(), err)
 	}
+	// A session snapshot (the flight recorder's) reuses the state as
+	// SaveExtensionState does, and sees a version that moved.
+	for range 2 {
+		s, err := a.SaveSession(snap)
+		if err != nil || v.saves.Load() != 4 || !strings.Contains(string(s), `"extensions":{"versioned":{"v":1}}`) {
+			t.Fatalf("session snapshot, unchanged version: %s, %d saves, %v", s, v.saves.Load(), err)
+		}
+	}
+	v.ver.Add(1)
+	if s, err := a.SaveSession(snap); err != nil || v.saves.Load() != 5 || !strings.Contains(string(s), `"extensions":{"versioned":{"v":2}}`) {
+		t.Fatalf("session snapshot, moved version: %s, %d saves, %v", s, v.saves.Load(), err)
+	}
 }
 
 // loadingVersionedExt keeps its version when it loads a state, which a

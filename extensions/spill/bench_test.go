@@ -189,3 +189,34 @@ func BenchmarkEngineSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSessionSnapshot is the session snapshot the flight recorder
+// takes (harness.Agent.SaveSession under harness.AsSnapshot, at most once a
+// second while runs go on) of an agent whose spill extension holds 2,000
+// results, when no result was added since the last one.
+func BenchmarkSessionSnapshot(b *testing.B) {
+	ctx := context.Background()
+	e := New(WithThreshold(16), WithTempParent(b.TempDir()))
+	a, err := harness.New(harness.WithProvider(harnesstest.NewScriptedProvider()), harness.WithExtensions(e))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close(ctx)
+	for i := range 2000 {
+		if _, err := e.Spill(ctx, "export", strings.NewReader(strings.Repeat("row,value\n", 4)+strconv.Itoa(i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	snap := harness.AsSnapshot(ctx)
+	first, err := a.SaveSession(snap)
+	if err != nil || len(first) == 0 {
+		b.Fatal(len(first), err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := a.SaveSession(snap)
+		if err != nil || len(s) != len(first) {
+			b.Fatal(len(s), err)
+		}
+	}
+}
