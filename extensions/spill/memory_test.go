@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,10 +143,11 @@ func TestLargeResultBoundedHeap(t *testing.T) {
 }
 
 // TestIndexObjectsPerResult checks that a stored result costs the index
-// few heap objects (one allocation for its strings; its entry from a slab,
-// the line index shared when the result is shorter than a search chunk):
-// the garbage collector marks every one at every cycle while the index
-// lives.
+// nearly no heap object and nearly nothing for the garbage collector to
+// scan (its record, strings and line index go into the index's noscan
+// arrays, the line index shared when the result is shorter than a search
+// chunk): a collection would otherwise mark and scan them all at every
+// cycle while the index lives.
 func TestIndexObjectsPerResult(t *testing.T) {
 	e := New(WithDir(t.TempDir()))
 	t.Cleanup(func() { _ = e.Teardown(context.Background()) })
@@ -159,7 +161,16 @@ func TestIndexObjectsPerResult(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return ms.HeapObjects
 	}
+	// scannable is the heap a collection scans for pointers, just after
+	// one: the index should add nearly nothing to it.
+	scannable := func() uint64 {
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
 	const n = 2000
+	scanBefore := scannable()
 	before := objects()
 	for i := range n {
 		r, err := e.spill(ctx, "tool", fmt.Sprintf("call_%d", i), false, strings.NewReader(strings.Repeat("a result line\n", 100)))
@@ -178,15 +189,25 @@ func TestIndexObjectsPerResult(t *testing.T) {
 		}
 	}
 	after := objects()
+	scanAfter := scannable()
 	runtime.KeepAlive(e)
-	if per := float64(after-before) / n; per > 1.5 {
-		t.Errorf("%.1f heap objects a stored result, want at most 1.5", per)
+	if per := float64(after-before) / n; per > 0.1 {
+		t.Errorf("%.2f heap objects a stored result, want at most 0.1", per)
+	}
+	if per := (float64(scanAfter) - float64(scanBefore)) / n; per > 16 {
+		t.Errorf("%.0f bytes a stored result for every collection to scan, want at most 16", per)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for id, en := range e.results {
-		if en.meta.ID != id || len(en.meta.SHA256) != 64 || !strings.HasPrefix(en.meta.CallID, "call_") && en.meta.CallID != "warm-up" {
-			t.Fatalf("result %s: meta %+v", id, en.meta)
+	seen := 0
+	e.idx.each(func(en *entry) bool {
+		seen++
+		if got, ok := e.idx.get(en.meta.ID); !ok || got.meta != en.meta || len(en.meta.SHA256) != 64 || !strings.HasPrefix(en.meta.CallID, "call_") && en.meta.CallID != "warm-up" {
+			t.Fatalf("result %s: meta %+v", en.meta.ID, en.meta)
 		}
+		return true
+	})
+	if seen != n+1 {
+		t.Fatalf("%d results in the index, want %d", seen, n+1)
 	}
 }

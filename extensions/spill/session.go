@@ -55,12 +55,13 @@ func (e *Extension) OnSaveSession(ctx context.Context, _ *harness.ExtensionConte
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st := state{Version: StateVersion, Results: []SavedResult{}}
-	for id, en := range e.results {
+	e.idx.each(func(en *entry) bool {
 		st.Results = append(st.Results, SavedResult{Meta: en.meta, Dir: en.dir})
 		if !snapshot {
-			e.saved[id] = true
+			e.saved[en.meta.ID] = true
 		}
-	}
+		return true
+	})
 	slices.SortFunc(st.Results, func(a, b SavedResult) int { return strings.Compare(a.ID, b.ID) })
 	return st, nil
 }
@@ -111,7 +112,7 @@ func (e *Extension) OnLoadSession(ctx context.Context, _ *harness.ExtensionConte
 			e.log().Warn("spill: a result of the loaded session is unavailable", "id", r.ID, "reason", en.missing)
 		}
 		e.mu.Lock()
-		e.results[r.ID] = e.newEntryLocked(en)
+		e.idx.put(en)
 		e.saved[r.ID] = true
 		e.version++
 		e.mu.Unlock()

@@ -158,12 +158,11 @@ type Extension struct {
 
 	mu       sync.Mutex
 	logger   *slog.Logger
-	agent    *harness.Agent // set at Install: whose provider is asked about URLs
-	store    Store          // nil until the first spill, or the caller's
-	own      *DirStore      // the store the extension created (temp or WithDir)
-	tempDir  string         // the temporary directory, when own is temporary
-	results  map[string]*entry
-	slab     []entry              // where newEntryLocked takes the next entries from
+	agent    *harness.Agent       // set at Install: whose provider is asked about URLs
+	store    Store                // nil until the first spill, or the caller's
+	own      *DirStore            // the store the extension created (temp or WithDir)
+	tempDir  string               // the temporary directory, when own is temporary
+	idx      resultIndex          // the stored results
 	restored map[string]*DirStore // read-only stores of loaded sessions, by dir
 	saved    map[string]bool
 	closed   bool
@@ -191,7 +190,7 @@ var (
 
 // New returns a spill extension. Use a fresh one for each agent.
 func New(opts ...Option) *Extension {
-	e := &Extension{results: map[string]*entry{}, saved: map[string]bool{}, restored: map[string]*DirStore{}}
+	e := &Extension{saved: map[string]bool{}, restored: map[string]*DirStore{}}
 	e.searchBufs.New = func() any {
 		b := make([]byte, searchBuffer)
 		return &b
@@ -365,8 +364,7 @@ func (e *Extension) spill(ctx context.Context, tool, callID string, isErr bool, 
 		_ = st.Delete(ctx, id)
 		return Result{}, ErrClosed
 	}
-	m, verified = compactStrings(m, verified)
-	e.results[m.ID] = e.newEntryLocked(entry{meta: m, store: st, dir: dir, verified: verified, lines: compactIndex(c.lines.index)})
+	e.idx.put(entry{meta: m, store: st, dir: dir, verified: verified, lines: c.lines.index})
 	e.version++
 	e.mu.Unlock()
 	e.stats.spilled.Add(1)
@@ -374,49 +372,9 @@ func (e *Extension) spill(ctx context.Context, tool, callID string, isErr bool, 
 	return Result{Meta: m, Envelope: m.envelope(c.head, tail, e.cfg.preview, cols)}, nil
 }
 
-// compactStrings returns m and verified with their per-result strings
-// (ID, call ID, SHA-256, stamp) in one allocation: an index of thousands
-// of results is then thousands of objects fewer for the garbage collector
-// to mark at every cycle.
-func compactStrings(m Meta, verified string) (Meta, string) {
-	blob := m.ID + m.CallID + m.SHA256 + verified
-	cut := func(n int) string {
-		s := blob[:n]
-		blob = blob[n:]
-		return s
-	}
-	m.ID, m.CallID, m.SHA256 = cut(len(m.ID)), cut(len(m.CallID)), cut(len(m.SHA256))
-	return m, cut(len(verified))
-}
-
-// entrySlab is how many entries newEntryLocked allocates at once.
-const entrySlab = 64
-
-// newEntryLocked returns a pointer to a copy of en, from a slab of
-// entries: an index of thousands of results is then a few dozen objects
-// for the garbage collector, not thousands. Entries are never removed
-// from the index, so no slab is held by a forgotten one. e.mu must be held.
-func (e *Extension) newEntryLocked(en entry) *entry {
-	if len(e.slab) == 0 {
-		e.slab = make([]entry, entrySlab)
-	}
-	p := &e.slab[0]
-	e.slab = e.slab[1:]
-	*p = en
-	return p
-}
-
 // oneChunk is the line index of every result shorter than a search chunk.
 // Indexes are never written once made: results share it.
 var oneChunk = []int64{0}
-
-// compactIndex returns index, or oneChunk when it is the same.
-func compactIndex(index []int64) []int64 {
-	if len(index) == 1 && index[0] == 0 {
-		return oneChunk
-	}
-	return index
-}
 
 // ensureStore returns the store, creating the default one on first use.
 func (e *Extension) ensureStore() (Store, string, error) {
@@ -471,10 +429,11 @@ func (e *Extension) Dir() string {
 func (e *Extension) Results() []Meta {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]Meta, 0, len(e.results))
-	for _, en := range e.results {
+	out := make([]Meta, 0, e.idx.len())
+	e.idx.each(func(en *entry) bool {
 		out = append(out, en.meta)
-	}
+		return true
+	})
 	slices.SortFunc(out, func(a, b Meta) int {
 		if c := a.Created.Compare(b.Created); c != 0 {
 			return c
@@ -499,13 +458,14 @@ func (e *Extension) Teardown(ctx context.Context) error {
 	own, tempDir := e.own, e.tempDir
 	saved := maps.Clone(e.saved)
 	var ids []string
-	for id, en := range e.results {
-		if en.store == Store(own) {
-			ids = append(ids, id)
+	e.idx.each(func(en *entry) bool {
+		if sameStore(en.store, own) {
+			ids = append(ids, en.meta.ID)
 		}
-	}
+		return true
+	})
 	restored := slices.Collect(maps.Values(e.restored))
-	e.results = map[string]*entry{}
+	e.idx = resultIndex{}
 	e.version++
 	e.mu.Unlock()
 
@@ -547,9 +507,14 @@ func (e *Extension) lookup(id string) (*entry, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
-	en := e.results[id]
-	if en == nil {
-		known := slices.Sorted(maps.Keys(e.results))
+	en, ok := e.idx.get(id)
+	if !ok {
+		var known []string
+		e.idx.each(func(en *entry) bool {
+			known = append(known, en.meta.ID)
+			return true
+		})
+		slices.Sort(known)
 		if len(known) > 10 {
 			known = append(known[:10], "…")
 		}
@@ -616,8 +581,7 @@ func (e *Extension) openIndexed(ctx context.Context, id string) (File, Meta, []i
 		return nil, Meta{}, nil, fmt.Errorf("spill: reading %s: %w", id, err)
 	}
 	e.mu.Lock()
-	en.verified = st
-	en.lines = li.index
+	e.idx.setVerified(id, st, li.index)
 	e.mu.Unlock()
 	return f, en.meta, li.index, nil
 }
@@ -658,12 +622,12 @@ func (e *Extension) adopt(ctx context.Context, id string) (*entry, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
-	if en := e.results[id]; en != nil { // adopted meanwhile
+	if en, ok := e.idx.get(id); ok { // adopted meanwhile
 		return en, nil
 	}
-	en := e.newEntryLocked(entry{meta: m, store: st, dir: dir, verified: stamp, lines: compactIndex(c.lines.index)})
-	e.results[id] = en
+	e.idx.put(entry{meta: m, store: st, dir: dir, verified: stamp, lines: c.lines.index})
 	e.version++
+	en, _ := e.idx.get(id)
 	return en, nil
 }
 
@@ -681,11 +645,12 @@ func (e *Extension) Artifacts(ctx context.Context) ([]harness.Artifact, error) {
 		st Store
 	}
 	var items []item
-	for _, en := range e.results {
+	e.idx.each(func(en *entry) bool {
 		if en.missing == "" {
 			items = append(items, item{en.meta, en.store})
 		}
-	}
+		return true
+	})
 	e.mu.Unlock()
 	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.m.ID, b.m.ID) })
 	var out []harness.Artifact
