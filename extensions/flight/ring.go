@@ -39,6 +39,11 @@ func (r *eventRing) add(encode func(dst []byte) []byte) (line []byte, evicted bo
 	line = encode(r.arena[off : off : off+slotBytes])
 	if r.long != nil {
 		delete(r.long, i)
+		if len(r.long) == 0 {
+			// A map keeps the room of its largest size: let a burst of
+			// long lines' table go with the last of them.
+			r.long = nil
+		}
 	}
 	if len(line) > slotBytes || len(line) > 0 && &line[0] != &r.arena[off] {
 		// Too long for the slot: append moved it.

@@ -47,3 +47,24 @@ func TestEventRing(t *testing.T) {
 		t.Fatalf("%d long lines kept for %d slots", len(r.long), n)
 	}
 }
+
+// TestEventRingLetsLongLinesGo checks that once the lines too long for a
+// slot are all overwritten, the ring keeps nothing of them: not even the
+// room of the map that held them, which the collector would scan.
+func TestEventRingLetsLongLinesGo(t *testing.T) {
+	const n = 64
+	r := newEventRing(n)
+	long := bytes.Repeat([]byte("x"), 2*slotBytes)
+	for range n {
+		r.add(func(dst []byte) []byte { return append(dst, long...) })
+	}
+	if len(r.long) != n {
+		t.Fatalf("%d long lines kept, want %d", len(r.long), n)
+	}
+	for range n {
+		r.add(func(dst []byte) []byte { return append(dst, "short"...) })
+	}
+	if r.long != nil {
+		t.Fatalf("the map of long lines stays, with %d lines", len(r.long))
+	}
+}

@@ -566,6 +566,13 @@ func (h *historyCache) encode(ctx context.Context, e *Extension, msgs []harness.
 	// garbage collector neither keeps those messages alive nor marks them.
 	clear(h.ids[k:])
 	h.ids, h.ends, h.info = h.ids[:k], h.ends[:k], h.info[:k]
+	if cap(h.ids) > 256 && cap(h.ids) > 4*len(msgs) {
+		// Room a long conversation made, kept for a short one: the
+		// collector would scan it at every cycle.
+		h.ids = append(make([]msgID, 0, len(msgs)), h.ids...)
+		h.ends = append(make([]int, 0, len(msgs)), h.ends...)
+		h.info = append(make([]msgInfo, 0, len(msgs)), h.info...)
+	}
 	if k == 0 {
 		h.buf = append(h.buf[:0], '[')
 	} else {

@@ -376,11 +376,11 @@ func TestVerdictsFollowValues(t *testing.T) {
 
 // TestHistoryCacheLetsOldMessagesGo checks that the history cache does
 // not keep the messages of a longer conversation alive once a shorter one
-// (after a reset) is encoded: the identities it keeps past the common
-// prefix point into them.
+// (after a reset) is encoded (the identities it keeps past the common
+// prefix point into them), nor the room they took.
 func TestHistoryCacheLetsOldMessagesGo(t *testing.T) {
 	h := historyCache{red: redact.Builtin()}
-	long := make([]harness.Message, 200)
+	long := make([]harness.Message, 1000)
 	for i := range long {
 		long[i] = harness.UserMessage(fmt.Sprintf("message %d", i))
 	}
@@ -391,12 +391,16 @@ func TestHistoryCacheLetsOldMessagesGo(t *testing.T) {
 	h.encode(context.Background(), nil, long)
 	long = nil
 	h.encode(context.Background(), nil, []harness.Message{harness.UserMessage("again")})
-	for i := 0; i < 20 && collected.Load() < 200; i++ {
+	for i := 0; i < 20 && collected.Load() < 1000; i++ {
 		runtime.GC()
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := collected.Load(); n != 200 {
-		t.Fatalf("%d of the 200 old messages' parts were collected; the cache keeps the rest alive", n)
+	if n := collected.Load(); n != 1000 {
+		t.Fatalf("%d of the 1000 old messages' parts were collected; the cache keeps the rest alive", n)
+	}
+	// Nor the room they took: the collector would scan it at every cycle.
+	if c := cap(h.ids); c > 256 {
+		t.Errorf("the cache keeps room for %d messages after a conversation of 1", c)
 	}
 	runtime.KeepAlive(&h)
 }
