@@ -264,6 +264,13 @@ func (p *prefixHasher) compute(req *ModelRequest) {
 		clear(p.oldIDs) // keep no old message alive
 		p.oldIDs, p.oldChain = p.oldIDs[:0], p.oldChain[:0]
 	}
+	if c := max(cap(p.ids), cap(p.oldIDs)); c > 256 && c > 4*n {
+		// Room a long conversation made, kept for a short one (after a
+		// reset): the collector would scan it at every cycle.
+		p.ids = append(make([]msgID, 0, n), p.ids...)
+		p.chain = append(make([]Hash, 0, n), p.chain...)
+		p.oldIDs, p.oldChain = nil, nil
+	}
 	p.prev = k
 	p.prev.Changed, p.prev.Break = nil, nil
 	p.valid = true
