@@ -164,19 +164,8 @@ func BenchmarkSearchFloor(b *testing.B) {
 // harness.AsSnapshot) of an agent whose spill extension holds 2,000
 // results, when no result was added since the last one.
 func BenchmarkEngineSnapshot(b *testing.B) {
-	ctx := context.Background()
-	e := New(WithThreshold(16), WithTempParent(b.TempDir()))
-	a, err := harness.New(harness.WithProvider(harnesstest.NewScriptedProvider()), harness.WithExtensions(e))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close(ctx)
-	for i := range 2000 {
-		if _, err := e.Spill(ctx, "export", strings.NewReader(strings.Repeat("row,value\n", 4)+strconv.Itoa(i))); err != nil {
-			b.Fatal(err)
-		}
-	}
-	snap := harness.AsSnapshot(ctx)
+	a := agentWithResults(b, 2000)
+	snap := harness.AsSnapshot(context.Background())
 	first, err := a.SaveExtensionState(snap)
 	if err != nil || len(first) == 0 {
 		b.Fatal(len(first), err)
@@ -195,19 +184,8 @@ func BenchmarkEngineSnapshot(b *testing.B) {
 // second while runs go on) of an agent whose spill extension holds 2,000
 // results, when no result was added since the last one.
 func BenchmarkSessionSnapshot(b *testing.B) {
-	ctx := context.Background()
-	e := New(WithThreshold(16), WithTempParent(b.TempDir()))
-	a, err := harness.New(harness.WithProvider(harnesstest.NewScriptedProvider()), harness.WithExtensions(e))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer a.Close(ctx)
-	for i := range 2000 {
-		if _, err := e.Spill(ctx, "export", strings.NewReader(strings.Repeat("row,value\n", 4)+strconv.Itoa(i))); err != nil {
-			b.Fatal(err)
-		}
-	}
-	snap := harness.AsSnapshot(ctx)
+	a := agentWithResults(b, 2000)
+	snap := harness.AsSnapshot(context.Background())
 	first, err := a.SaveSession(snap)
 	if err != nil || len(first) == 0 {
 		b.Fatal(len(first), err)
@@ -219,4 +197,23 @@ func BenchmarkSessionSnapshot(b *testing.B) {
 			b.Fatal(len(s), err)
 		}
 	}
+}
+
+// agentWithResults returns an agent whose spill extension holds n small
+// stored results; it is closed when b ends.
+func agentWithResults(b *testing.B, n int) *harness.Agent {
+	b.Helper()
+	ctx := context.Background()
+	e := New(WithThreshold(16), WithTempParent(b.TempDir()))
+	a, err := harness.New(harness.WithProvider(harnesstest.NewScriptedProvider()), harness.WithExtensions(e))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = a.Close(ctx) })
+	for i := range n {
+		if _, err := e.Spill(ctx, "export", strings.NewReader(strings.Repeat("row,value\n", 4)+strconv.Itoa(i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return a
 }
