@@ -2,6 +2,7 @@ package spill
 
 import (
 	"reflect"
+	"slices"
 	"time"
 	"unsafe"
 )
@@ -150,10 +151,13 @@ func (x *resultIndex) setVerified(id, stamp string, lines []int64) {
 	if !ok {
 		return
 	}
+	en := x.decode(i)
+	if en.verified == stamp && slices.Equal(en.lines, lines) && (en.lines == nil) == (lines == nil) {
+		return // a read verified the same version again (WithVerifyEveryRead): nothing to keep
+	}
 	r := x.recs[i]
 	// The strings move to the end of the arena with the new stamp; the
 	// old bytes stay (decoded strings may view them).
-	en := x.decode(i)
 	str := uint32(len(x.strs))
 	x.strs = append(x.strs, en.meta.ID...)
 	for _, s := range []string{en.meta.Tool, en.meta.CallID, string(en.meta.Type), en.meta.SHA256} {

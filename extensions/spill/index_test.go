@@ -78,6 +78,13 @@ func TestResultIndexRoundTrip(t *testing.T) {
 	want.verified, want.lines = "s2", []int64{0, 100}
 	check(want)
 	check(ens[0])
+	// Verifying the same version again keeps nothing more.
+	n0, l0 := len(x.strs), len(x.lines)
+	x.setVerified(ens[1].meta.ID, "s2", []int64{0, 100})
+	if len(x.strs) != n0 || len(x.lines) != l0 {
+		t.Errorf("the same verification grew the index: %d -> %d bytes, %d -> %d links", n0, len(x.strs), l0, len(x.lines))
+	}
+	check(want)
 	if before.verified != "" || before.meta.Tool != ens[1].meta.Tool {
 		t.Errorf("a decoded entry changed: %+v", *before)
 	}
