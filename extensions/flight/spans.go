@@ -151,6 +151,45 @@ func (p *SpanProcessor) evictLocked(slot *spanSlot) {
 		p.scopes[slot.scope] = nil
 	}
 	slot.seq = 0
+	if vs := &p.enc.vals; len(vs.free) > minValuesCompact && 2*len(vs.free) > len(vs.entries) {
+		p.compactValuesLocked()
+	}
+}
+
+// minValuesCompact is how many unused value entries there must be, and
+// more than half of them all, before compactValuesLocked runs.
+const minValuesCompact = 1024
+
+// compactValuesLocked renumbers the referenced values into a table of
+// their size, so that a burst of spans with long values (a large
+// request's) leaves no room behind for every collection to scan: the
+// table holds strings, and never shrank.
+func (p *SpanProcessor) compactValuesLocked() {
+	vs := &p.enc.vals
+	remap := make([]int32, len(vs.entries))
+	live := make([]valueEntry, 0, len(vs.entries)-len(vs.free))
+	for i, e := range vs.entries {
+		remap[i] = -1
+		if e.refs > 0 {
+			remap[i] = int32(len(live))
+			live = append(live, e)
+		}
+	}
+	for i := range p.slots {
+		s := &p.slots[i]
+		if s.seq == 0 {
+			continue
+		}
+		for j := range s.refs[:s.nrefs] {
+			s.refs[j] = remap[s.refs[j]]
+		}
+	}
+	for k, v := range vs.byKey {
+		if v > 0 {
+			vs.byKey[k] = uint32(remap[v-1] + 1) // 0 when the value is gone
+		}
+	}
+	vs.entries, vs.free = live, nil
 }
 
 // scopeLocked returns the index of s's resource and scope in p.scopes,

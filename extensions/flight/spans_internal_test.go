@@ -337,6 +337,58 @@ func TestSpanValueRefs(t *testing.T) {
 	}
 }
 
+// TestSpanValuesCompact checks that after a burst of spans with many long
+// values, the value table shrinks to what the kept spans reference, and
+// the kept spans (theirs renumbered) and the shared value of a key still
+// read back right.
+func TestSpanValuesCompact(t *testing.T) {
+	p := newSpanProcessor(2048)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
+	tools := strings.Repeat("tool definitions ", 100)
+	long := func(i int) string { return fmt.Sprint(i, strings.Repeat(".", 600)) }
+	end := func(name string, attrs ...attribute.KeyValue) {
+		_, s := tp.Tracer("t").Start(context.Background(), name)
+		s.SetAttributes(attrs...)
+		s.End()
+	}
+	for i := range 2048 { // the burst: four values each
+		end(fmt.Sprint("burst", i), attribute.String("a", long(i)), attribute.String("b", long(-i)),
+			attribute.String("c", long(i+1e6)), attribute.String("tools", tools))
+	}
+	if n := len(p.enc.vals.entries); n < 3*2048 {
+		t.Fatalf("%d entries after the burst", n)
+	}
+	for i := range 2048 { // the usual spans: one value each, and the shared one
+		end(fmt.Sprint("run", i), attribute.String("m", long(i)), attribute.String("tools", tools))
+	}
+	if n := len(p.enc.vals.entries); n > 2*2048 {
+		t.Errorf("%d value entries kept for 2048 spans of one value and a shared one", n)
+	}
+	spans := p.Spans(nil)
+	if len(spans) != 2048 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for i, s := range spans {
+		got := map[string]string{}
+		for _, kv := range s.Attributes() {
+			got[string(kv.Key)] = kv.Value.AsString()
+		}
+		if s.Name() != fmt.Sprint("run", i) || got["m"] != long(i) || got["tools"] != tools {
+			t.Fatalf("span %d (%s) reads back wrong after the table shrank", i, s.Name())
+		}
+	}
+	// The shared value is still found by its key: one entry for it.
+	shared := 0
+	for _, e := range p.enc.vals.entries {
+		if e.refs > 0 && e.s == tools {
+			shared++
+		}
+	}
+	if shared != 1 {
+		t.Errorf("the shared value is held %d times", shared)
+	}
+}
+
 // TestSpanBufferConcurrent ends spans from several goroutines, long
 // values and short, while others read the buffer: every span read back is
 // whole (run under -race).
