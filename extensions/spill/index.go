@@ -74,8 +74,8 @@ const (
 // len returns the number of results.
 func (x *resultIndex) len() int { return len(x.recs) }
 
-// key returns the map key of id; false when id is not a valid one (no
-// such id is ever put).
+// indexKey returns the map key of id; false when id is not a valid one
+// (no such id is ever put).
 func indexKey(id string) (k [idLen]byte, ok bool) {
 	if !ValidID(id) {
 		return k, false
@@ -98,16 +98,6 @@ func (x *resultIndex) get(id string) (*entry, bool) {
 	return &en, true
 }
 
-// has reports whether id is in the index.
-func (x *resultIndex) has(id string) bool {
-	k, ok := indexKey(id)
-	if !ok {
-		return false
-	}
-	_, ok = x.byID[k]
-	return ok
-}
-
 // put adds en, or replaces the entry of its id. Its id must be ValidID
 // (spilled and adopted results have the ids newID makes; loaded ones are
 // validated first).
@@ -126,7 +116,7 @@ func (x *resultIndex) put(en entry) {
 	r.verified = x.appendStr(en.verified)
 	r.missing = x.appendStr(en.missing)
 	x.setCreated(&r, en.meta.Created)
-	r.store = uint32(tabIndex(&x.tabs.stores, en.store, sameStore))
+	r.store = x.storeIndex(en.store)
 	r.dir = uint32(tabIndex(&x.tabs.dirs, en.dir, func(a, b string) bool { return a == b }))
 	x.setLines(&r, en.lines)
 	if x.byID == nil {
@@ -201,6 +191,17 @@ func (x *resultIndex) setCreated(r *indexRec, t time.Time) {
 			return a.name == b.name && a.off == b.off
 		}))
 	}
+}
+
+// storeIndex returns the number of st in the store table, adding it when
+// new. A store of a type that is not comparable is added each time,
+// without a search (it would grow with the results).
+func (x *resultIndex) storeIndex(st Store) uint32 {
+	if t := reflect.TypeOf(st); t != nil && !t.Comparable() {
+		x.tabs.stores = append(x.tabs.stores, st)
+		return uint32(len(x.tabs.stores) - 1)
+	}
+	return uint32(tabIndex(&x.tabs.stores, st, sameStore))
 }
 
 // sameStore reports whether a and b are the same store. A store of a type

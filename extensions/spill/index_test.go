@@ -64,8 +64,11 @@ func TestResultIndexRoundTrip(t *testing.T) {
 	if got, _ := x.get(ens[0].meta.ID); &got.lines[0] != &oneChunk[0] {
 		t.Error("a one-chunk line index is not the shared one")
 	}
-	if _, ok := x.get("res_00000000000000000000000f"); ok || x.has("nonsense") || x.len() != len(ens) {
-		t.Errorf("unknown ids found, or %d results", x.len())
+	if _, ok := x.get("res_00000000000000000000000f"); ok || x.len() != len(ens) {
+		t.Errorf("an unknown id found, or %d results", x.len())
+	}
+	if _, ok := x.get("nonsense"); ok {
+		t.Error("an invalid id found")
 	}
 	if len(x.tabs.stores) != 4 { // own, nil, and other twice: not comparable
 		t.Errorf("%d stores in the table", len(x.tabs.stores))
