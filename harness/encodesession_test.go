@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// TestEncodeSessionIsMarshal checks that encodeSession gives the bytes of
-// json.Marshal over the same session, whatever fields are set, for states
-// that are json.Marshal's output (as saveExtensions makes them).
+// TestEncodeSessionIsMarshal checks that encodeSession and
+// encodeExtensionStates give the bytes of json.Marshal over the same
+// session or states, whatever fields are set, for states that are
+// json.Marshal's output (as saveExtensions makes them).
 func TestEncodeSessionIsMarshal(t *testing.T) {
 	// The states as saveExtensions makes them: json.Marshal's output.
 	marshal := func(v any) json.RawMessage {
@@ -42,13 +43,23 @@ func TestEncodeSessionIsMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := tc.d
-		gb, err := encodeSession(&d, tc.exts)
+		gb, err := encodeSession(tc.d, tc.exts)
 		if err != nil {
 			t.Fatal(tc.name, err)
 		}
 		if !bytes.Equal(gb, wb) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, gb, wb)
+		}
+		if tc.exts == nil {
+			continue
+		}
+		// SaveExtensionState's encoding of the states alone.
+		wb, err = json.Marshal(tc.exts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gb := encodeExtensionStates(tc.exts); !bytes.Equal(gb, wb) {
+			t.Errorf("%s, states alone:\n got %s\nwant %s", tc.name, gb, wb)
 		}
 	}
 }

@@ -66,7 +66,7 @@ func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := encodeSession(&d, exts)
+	b, err := encodeSession(d, exts)
 	if err != nil {
 		return nil, &SessionError{Op: "save", Reason: "encoding", Err: err}
 	}
@@ -75,14 +75,10 @@ func (a *Agent) SaveSession(ctx context.Context) ([]byte, error) {
 
 // encodeSession encodes d with exts as its extensions: the bytes
 // json.Marshal gives for d with d.Extensions = exts, without encoding/json
-// checking, escaping and copying each state again. The states must be
-// json.Marshal's output, compact and HTML-escaped, as saveExtensions makes
-// them (a spill extension's lists every stored result: hundreds of
-// kilobytes for thousands).
-func encodeSession(d *sessionData, exts map[string]json.RawMessage) ([]byte, error) {
-	d.Extensions = nil
+// checking, escaping and copying each state again (see appendStates).
+func encodeSession(d sessionData, exts map[string]json.RawMessage) ([]byte, error) {
 	active := d.ActiveTools
-	d.ActiveTools = nil
+	d.Extensions, d.ActiveTools = nil, nil
 	head, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
@@ -93,31 +89,43 @@ func encodeSession(d *sessionData, exts map[string]json.RawMessage) ([]byte, err
 			return nil, err
 		}
 	}
-	n := len(head) + len(tail) + 32
-	names := slices.Sorted(maps.Keys(exts))
-	keys := make([][]byte, len(names))
-	for i, name := range names {
-		if keys[i], err = json.Marshal(name); err != nil {
-			return nil, err
-		}
-		n += len(keys[i]) + len(exts[name]) + 2
-	}
-	b := make([]byte, 0, n)
+	b := make([]byte, 0, len(head)+len(tail)+statesLen(exts)+32)
 	b = append(b, head[:len(head)-1]...) // without its closing brace
-	if len(names) > 0 {
-		b = append(b, `,"extensions":{`...)
-		for i, name := range names {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(append(append(b, keys[i]...), ':'), exts[name]...)
-		}
-		b = append(b, '}')
+	if len(exts) > 0 {
+		b = appendStates(append(b, `,"extensions":`...), exts)
 	}
 	if len(tail) > 0 {
 		b = append(append(b, `,"active_tools":`...), tail...)
 	}
 	return append(b, '}'), nil
+}
+
+// appendStates appends the JSON object of the states, by sorted name:
+// the bytes json.Marshal gives for exts, without encoding/json checking,
+// escaping and copying each state again. The states must be
+// json.Marshal's output, compact and HTML-escaped, as saveExtensions makes
+// them (a spill extension's lists every stored result: hundreds of
+// kilobytes for thousands).
+func appendStates(b []byte, exts map[string]json.RawMessage) []byte {
+	b = append(b, '{')
+	for i, name := range slices.Sorted(maps.Keys(exts)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		key, _ := json.Marshal(name) // a string always encodes
+		b = append(append(append(b, key...), ':'), exts[name]...)
+	}
+	return append(b, '}')
+}
+
+// statesLen is about the length of appendStates' output, to size its
+// buffer.
+func statesLen(exts map[string]json.RawMessage) int {
+	n := 2
+	for name, raw := range exts {
+		n += len(name) + len(raw) + 4
+	}
+	return n
 }
 
 // LoadSession builds an agent from opts (as [New] does: supply the provider,
@@ -186,10 +194,7 @@ func (a *Agent) SaveExtensionState(ctx context.Context) (json.RawMessage, error)
 	if snapshot && !changed && a.snapOut != nil {
 		return a.snapOut, nil
 	}
-	out, err := encodeExtensionStates(exts)
-	if err != nil {
-		return nil, err
-	}
+	out := encodeExtensionStates(exts)
 	if snapshot {
 		a.snapOut = out
 	}
@@ -197,12 +202,8 @@ func (a *Agent) SaveExtensionState(ctx context.Context) (json.RawMessage, error)
 }
 
 // encodeExtensionStates encodes the states of SaveExtensionState.
-func encodeExtensionStates(exts map[string]json.RawMessage) (json.RawMessage, error) {
-	b, err := json.Marshal(exts)
-	if err != nil {
-		return nil, &SessionError{Op: "save", Reason: "encoding", Err: err}
-	}
-	return b, nil
+func encodeExtensionStates(exts map[string]json.RawMessage) json.RawMessage {
+	return appendStates(make([]byte, 0, statesLen(exts)), exts)
 }
 
 // LoadExtensionState gives the extensions the states of a
