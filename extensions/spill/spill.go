@@ -625,10 +625,10 @@ func (e *Extension) adopt(ctx context.Context, id string) (*entry, error) {
 	if en, ok := e.idx.get(id); ok { // adopted meanwhile
 		return en, nil
 	}
-	e.idx.put(entry{meta: m, store: st, dir: dir, verified: stamp, lines: c.lines.index})
+	en := entry{meta: m, store: st, dir: dir, verified: stamp, lines: c.lines.index}
+	e.idx.put(en)
 	e.version++
-	en, _ := e.idx.get(id)
-	return en, nil
+	return &en, nil
 }
 
 type lineIndexWriter struct{ x *lineIndex }
