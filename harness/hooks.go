@@ -101,7 +101,9 @@ type Event struct {
 
 	Request  *ModelRequest  // model events
 	Response *ModelResponse // EventModelRequestEnd
-	// Duration is the time the model request or tool call took (end events).
+	// Duration is the time the model request or tool call took (end
+	// events): from the start event's Time to the end event's Time (the
+	// start event's hooks included), each read once from the clock.
 	Duration   time.Duration
 	ToolCall   *ToolCall        // tool and approval events
 	ToolResult *ToolResult      // EventToolCallEnd

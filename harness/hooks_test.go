@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harnessx/harnessx/harness"
 	ht "github.com/harnessx/harnessx/harness/harnesstest"
@@ -94,5 +95,64 @@ func TestUnknownHookEvent(t *testing.T) {
 	}
 	if harness.HookEvent(200).String() != "unknown" || harness.EventToolCallEnd.String() != "tool_call_end" {
 		t.Error("String")
+	}
+}
+
+// TestHookDurationsSpanTheirEvents checks that an end event's Duration
+// runs from its start event's Time to its own: one clock read each, the
+// same for a model request and a tool call, and that a Duration is still
+// measured when only the end event has hooks.
+func TestHookDurationsSpanTheirEvents(t *testing.T) {
+	slow := harness.MustTool(harness.NewTool("slow", "Sleeps.", func(context.Context, struct{}) (string, error) {
+		time.Sleep(2 * time.Millisecond)
+		return "slept", nil
+	}))
+	p := ht.NewScriptedProvider(ht.CallTool("c1", "slow", `{}`), ht.Reply("done"))
+	rec := &ht.HookRecorder{}
+	a := newAgent(t, p, harness.WithTools(slow), rec.Option())
+	if _, err := a.Run(context.Background(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	pairs := 0
+	evs := rec.Events()
+	for i, e := range evs {
+		var startType harness.HookEvent
+		switch e.Type {
+		case harness.EventModelRequestEnd:
+			startType = harness.EventModelRequestStart
+		case harness.EventToolCallEnd:
+			startType = harness.EventToolCallStart
+		default:
+			continue
+		}
+		j := i - 1
+		for j >= 0 && evs[j].Type != startType {
+			j--
+		}
+		if j < 0 {
+			t.Fatalf("%s without its start event", e.Type)
+		}
+		if got := e.Time.Sub(evs[j].Time); e.Duration != got || e.Duration <= 0 {
+			t.Errorf("%s: Duration %v, want its events' times apart (%v) and positive", e.Type, e.Duration, got)
+		}
+		pairs++
+	}
+	if pairs != 3 {
+		t.Fatalf("%d start/end pairs, want 3", pairs)
+	}
+
+	// Only the end event of a tool call has a hook: its Duration still
+	// covers the call.
+	var tool time.Duration
+	p = ht.NewScriptedProvider(ht.CallTool("c1", "slow", `{}`), ht.Reply("done"))
+	a = newAgent(t, p, harness.WithTools(slow), harness.WithHook(harness.EventToolCallEnd, func(_ context.Context, ev *harness.Event) error {
+		tool = ev.Duration
+		return nil
+	}))
+	if _, err := a.Run(context.Background(), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if tool < 2*time.Millisecond {
+		t.Errorf("tool Duration with an end hook only = %v, want at least the tool's 2ms", tool)
 	}
 }

@@ -671,12 +671,16 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 	if prefix && a.readsPrefixKey(s) {
 		a.prefix.compute(req)
 	}
-	if len(s.hooks[EventModelRequestStart]) > 0 {
-		a.emit(ctx, s, &Event{Type: EventModelRequestStart, RunID: req.RunID, Step: req.Step, Request: req})
-	}
-	var start time.Time // for the end hook's Duration; the clock is read only for one
-	if len(s.hooks[EventModelRequestEnd]) > 0 {
+	// One clock read is the start event's Time and the origin of the end
+	// event's Duration, another the end event's Time and Duration's end:
+	// the clock is read only when a hook receives one of them.
+	startHooks, endHooks := len(s.hooks[EventModelRequestStart]) > 0, len(s.hooks[EventModelRequestEnd]) > 0
+	var start time.Time
+	if startHooks || endHooks {
 		start = time.Now()
+	}
+	if startHooks {
+		a.emit(ctx, s, &Event{Type: EventModelRequestStart, Time: start, RunID: req.RunID, Step: req.Step, Request: req})
 	}
 	resp, err := a.cfg.provider.Generate(ctx, req)
 	if err == nil && resp == nil {
@@ -685,9 +689,10 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 	if err != nil {
 		err = &ProviderError{Step: req.Step, Attempt: req.Attempt, Err: err}
 	}
-	if len(s.hooks[EventModelRequestEnd]) > 0 {
-		a.emit(ctx, s, &Event{Type: EventModelRequestEnd, RunID: req.RunID, Step: req.Step, Request: req,
-			Response: resp, Err: err, Duration: time.Since(start)})
+	if endHooks {
+		end := time.Now()
+		a.emit(ctx, s, &Event{Type: EventModelRequestEnd, Time: end, RunID: req.RunID, Step: req.Step, Request: req,
+			Response: resp, Err: err, Duration: end.Sub(start)})
 	}
 	if err != nil {
 		return nil, err
@@ -830,12 +835,15 @@ func errorResult(call *ToolCall, status ToolStatus, msg string) *ToolResult {
 }
 
 func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
-	var start time.Time // for the end hook's Duration
-	if len(s.hooks[EventToolCallEnd]) > 0 {
+	// The start event's Time is the origin of the end event's Duration,
+	// whose end is the end event's Time (see modelCore).
+	startHooks, endHooks := len(s.hooks[EventToolCallStart]) > 0, len(s.hooks[EventToolCallEnd]) > 0
+	var start time.Time
+	if startHooks || endHooks {
 		start = time.Now()
 	}
-	if len(s.hooks[EventToolCallStart]) > 0 {
-		a.emit(ctx, s, &Event{Type: EventToolCallStart, RunID: res.RunID, Step: res.Steps, ToolCall: call})
+	if startHooks {
+		a.emit(ctx, s, &Event{Type: EventToolCallStart, Time: start, RunID: res.RunID, Step: res.Steps, ToolCall: call})
 	}
 	r := a.toolExec(ctx, s, res, call)
 	if a.cfg.steps != nil {
@@ -859,9 +867,10 @@ func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call 
 	if r.Name == "" {
 		r.Name = call.Name
 	}
-	if len(s.hooks[EventToolCallEnd]) > 0 {
-		a.emit(ctx, s, &Event{Type: EventToolCallEnd, RunID: res.RunID, Step: res.Steps, ToolCall: call,
-			ToolResult: r, Duration: time.Since(start)})
+	if endHooks {
+		end := time.Now()
+		a.emit(ctx, s, &Event{Type: EventToolCallEnd, Time: end, RunID: res.RunID, Step: res.Steps, ToolCall: call,
+			ToolResult: r, Duration: end.Sub(start)})
 	}
 	return r
 }
