@@ -145,6 +145,59 @@ type encCache struct {
 	// encoding with their keys.
 	keyed    [3]string
 	keyedEnc [3][]byte
+	// fields holds the redacted encoding of the last value of each of
+	// the short fields that repeat from event to event (by field*), when
+	// fieldsOK: the redactor's result depends on the text alone.
+	fields   [numFields]fieldEnc
+	fieldsOK bool
+}
+
+// The fields of encCache.fields: values that recur across the events of
+// an agent (one kind among a dozen, the model, the tool, the call ID of a
+// tool call and its result, …).
+const (
+	fieldKind = iota
+	fieldStatus
+	fieldModel
+	fieldProvider
+	fieldStopReason
+	fieldTool
+	fieldCallID
+	numFields
+)
+
+// fieldEnc is the encoding, key included, of the last value of one field
+// (redacted, escaped): an equal value is appended without being redacted
+// or escaped again. The value is kept as a copy, never as the string it
+// came in: a view of bytes that change later (bytesView) must not make a
+// later, different value look equal.
+type fieldEnc struct {
+	val [fieldEncMax]byte
+	n   int
+	enc []byte // empty: none yet
+}
+
+// fieldEncMax bounds the values encCache keeps encoded: longer ones are
+// rarely repeated.
+const fieldEncMax = 64
+
+// newEncCache returns a cache for events redacted by red.
+func newEncCache(red *Redactor) encCache {
+	return encCache{fieldsOK: red == nil || red.r.Deterministic()}
+}
+
+// appendField appends key and s as appendStr does with red, through the
+// cached encoding of the last s of field f.
+func (c *encCache) appendField(dst []byte, f int, key, s string, red *Redactor) []byte {
+	if c == nil || !c.fieldsOK || s == "" || len(s) > fieldEncMax {
+		return appendStr(dst, key, s, red)
+	}
+	e := &c.fields[f]
+	if len(e.enc) == 0 || e.n != len(s) || string(e.val[:e.n]) != s {
+		e.enc = appendStr(e.enc[:0], key, s, red)
+		e.n = copy(e.val[:], s)
+	}
+	return append(dst, e.enc...)
 }
 
 // The strings of encCache.keyed.
@@ -220,8 +273,12 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	dst = strconv.AppendUint(dst, e.Seq, 10)
 	dst = append(dst, `,"time":"`...)
 	dst = c.appendTime(dst, e.Time)
-	dst = append(dst, `","kind":`...)
-	dst = jsonenc.AppendString(dst, string(e.Kind))
+	if e.Kind == "" {
+		dst = append(dst, `","kind":""`...)
+	} else {
+		dst = append(dst, '"')
+		dst = c.appendField(dst, fieldKind, `,"kind":`, string(e.Kind), nil)
+	}
 	dst = c.appendKeyed(dst, keyedAgent, `,"agent":`, e.Agent)
 	dst = c.appendKeyed(dst, keyedSession, `,"session_id":`, e.SessionID)
 	dst = c.appendKeyed(dst, keyedRun, `,"run_id":`, e.RunID)
@@ -238,12 +295,12 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 		dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)
 		dst = appendStr(dst, `,"span_id":`, e.SpanID, nil)
 	}
-	dst = appendStr(dst, `,"status":`, e.Status, nil)
+	dst = c.appendField(dst, fieldStatus, `,"status":`, e.Status, nil)
 	dst = appendInt(dst, `,"duration_ns":`, int64(e.Duration))
-	dst = appendStr(dst, `,"model":`, e.Model, red)
-	dst = appendStr(dst, `,"provider":`, e.Provider, red)
+	dst = c.appendField(dst, fieldModel, `,"model":`, e.Model, red)
+	dst = c.appendField(dst, fieldProvider, `,"provider":`, e.Provider, red)
 	dst = appendStr(dst, `,"response_id":`, e.ResponseID, red)
-	dst = appendStr(dst, `,"stop_reason":`, e.StopReason, red)
+	dst = c.appendField(dst, fieldStopReason, `,"stop_reason":`, e.StopReason, red)
 	dst = appendInt(dst, `,"messages":`, int64(e.Messages))
 	if e.Prefix == "" && e.hasPrefix {
 		dst = append(dst, `,"prefix":"`...)
@@ -257,8 +314,8 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	dst = appendInt(dst, `,"cache_read_tokens":`, e.CacheReadTokens)
 	dst = appendInt(dst, `,"cache_creation_tokens":`, e.CacheCreationTokens)
 	dst = appendInt(dst, `,"reasoning_tokens":`, e.ReasoningTokens)
-	dst = appendStr(dst, `,"tool":`, e.Tool, red)
-	dst = appendStr(dst, `,"call_id":`, e.CallID, red)
+	dst = c.appendField(dst, fieldTool, `,"tool":`, e.Tool, red)
+	dst = c.appendField(dst, fieldCallID, `,"call_id":`, e.CallID, red)
 	dst = appendStr(dst, `,"text":`, e.Text, red)
 	dst = appendInt(dst, `,"size":`, int64(e.Size))
 	if e.Truncated {

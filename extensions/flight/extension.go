@@ -211,6 +211,7 @@ func New(opts ...Option) *Extension {
 		bundleDone: make(chan struct{}),
 		tokens:     float64(c.incidentRate),
 	}
+	x.enc = newEncCache(x.red)
 	x.spans.setNotify(x.spanEnded)
 	return x
 }

@@ -3,6 +3,7 @@ package flight
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -142,6 +143,56 @@ func TestEncCache(t *testing.T) {
 		e := Event{Seq: uint64(i), Time: base, Kind: KindToolCall, sc: sc, Text: "x", Agent: ids[0], SessionID: ids[1], RunID: ids[2]}
 		if got, want := string(appendEventCached(nil, &e, nil, &c)), string(appendEvent(nil, &e, nil)); got != want {
 			t.Fatalf("cached\n%s\nuncached\n%s", got, want)
+		}
+	}
+}
+
+// TestEncCacheFields checks that the cached encodings of the fields that
+// repeat from event to event (kind, status, model, provider, stop reason,
+// tool, call ID) write what the uncached encoding writes, redaction
+// included: for repeated, changed, empty, escaped, secret and long values,
+// and for a value that is a view of bytes changed in place between two
+// events; and that a redactor with custom functions, whose result may
+// depend on more than the text, is called for every value.
+func TestEncCacheFields(t *testing.T) {
+	secret := "sk-ant-api03-" + strings.Repeat("x", 40)
+	long := strings.Repeat("m", fieldEncMax+1)
+	view := []byte("tool_a")
+	values := []string{"m", "m", "", "m2", `q"é`, secret, secret, long, long, "m"}
+	for _, red := range []*Redactor{nil, NewRedactor(nil)} {
+		c := newEncCache(red)
+		if !c.fieldsOK {
+			t.Fatal("the built-in rules are deterministic: fields must be cached")
+		}
+		for i, v := range values {
+			e := Event{Seq: uint64(i), Time: time.Unix(1, 0), Kind: KindModelResponse, Status: v, Model: v, Provider: v,
+				StopReason: v, Tool: v, CallID: v}
+			if i%3 == 2 {
+				e.Kind = KindToolResult
+			}
+			if got, want := string(appendEventCached(nil, &e, red, &c)), string(appendEvent(nil, &e, red)); got != want {
+				t.Fatalf("value %d (%q): cached\n%s\nuncached\n%s", i, v, got, want)
+			}
+		}
+		for _, name := range []string{"tool_a", "tool_b"} {
+			copy(view, name) // the same bytes, another value
+			e := Event{Kind: KindToolCall, Tool: bytesView(view)}
+			if got := string(appendEventCached(nil, &e, red, &c)); !strings.Contains(got, `"tool":"`+name+`"`) {
+				t.Fatalf("a view changed in place: got %s, want tool %s", got, name)
+			}
+		}
+		if line := string(appendEventCached(nil, &Event{Kind: KindToolCall, CallID: secret}, red, &c)); red != nil && strings.Contains(line, "api03") {
+			t.Errorf("cached call ID not redacted: %s", line)
+		}
+	}
+
+	calls := 0
+	counting := NewRedactor(nil, func(s string) string { calls++; return fmt.Sprint(s, calls) })
+	c := newEncCache(counting)
+	for i := 1; i <= 3; i++ {
+		line := string(appendEventCached(nil, &Event{Kind: KindToolCall, Tool: "t"}, counting, &c))
+		if !strings.Contains(line, fmt.Sprintf(`"tool":"t%d"`, i)) {
+			t.Fatalf("event %d with a custom redactor: %s", i, line)
 		}
 	}
 }

@@ -143,6 +143,11 @@ func New(extra []Rule, funcs ...func(string) string) *Redactor {
 // Builtin returns a redactor with the built-in rules only.
 func Builtin() *Redactor { return &Redactor{builtin: true} }
 
+// Deterministic reports whether String's result depends on its argument
+// alone, so that a caller may reuse it for an equal string: true unless
+// custom functions are set (rules are).
+func (r *Redactor) Deterministic() bool { return len(r.funcs) == 0 }
+
 // Patterns returns the names of the rules, in order, followed by "custom"
 // when custom functions are set.
 func (r *Redactor) Patterns() []string {
