@@ -74,7 +74,12 @@ func (c *sessionCache) redact(red *Redactor, data []byte) ([]byte, error) {
 				c.members = nil
 				return red.JSON(data)
 			}
-			m = sessionMember{raw: vals[i], red: r[2+len(enc) : len(r)-1]}
+			// Copies, not slices of data and r: a member that stays the
+			// same over later snapshots must not keep the whole document
+			// it first came in alive (a session that was once large, its
+			// messages since reset, would keep that document and its
+			// redaction for as long as, say, an extension's state stays).
+			m = sessionMember{raw: bytes.Clone(vals[i]), red: bytes.Clone(r[2+len(enc) : len(r)-1])}
 			c.members[k] = m
 		}
 		if n > 0 {

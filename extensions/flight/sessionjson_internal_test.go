@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/harnessx/harnessx/harness"
 	"github.com/harnessx/harnessx/harness/harnesstest"
@@ -112,4 +114,37 @@ func TestSessionSnapshotOnlyWhenChanged(t *testing.T) {
 	mark()
 	rec.sess.written(nil)
 	check()
+}
+
+// TestSessionCacheLetsOldDocumentsGo checks that the members the cache
+// keeps for later snapshots do not keep alive the document, or its
+// redaction, that they came in: after a large session (its messages
+// since gone) and a small one with the same extension states, the large
+// document is collected.
+func TestSessionCacheLetsOldDocumentsGo(t *testing.T) {
+	red := NewRedactor(nil)
+	var c sessionCache
+	state := `"extensions":{"spill":{"results":[{"id":"r1"}],"version":1}}`
+	big := []byte(`{"messages":"` + strings.Repeat("m", 1<<20) + `",` + state + `}`)
+	if _, err := c.redact(red, big); err != nil {
+		t.Fatal(err)
+	}
+	gone := weak.Make(&big[0])
+	big = nil
+	small := []byte(`{"messages":"short",` + state + `}`)
+	got, err := c.redact(red, small)
+	if err != nil || !strings.Contains(string(got), `"results":[{"id":"r1"}]`) {
+		t.Fatalf("%s %v", got, err)
+	}
+	runtime.GC()
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Error("the first document is still alive through the cache's members")
+	}
+	for k, m := range c.members {
+		if cap(m.raw) > len(small) || cap(m.red) > 2*len(small) {
+			t.Errorf("member %s keeps %d and %d bytes of room", k, cap(m.raw), cap(m.red))
+		}
+	}
+	runtime.KeepAlive(small)
 }
