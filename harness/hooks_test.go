@@ -156,3 +156,33 @@ func TestHookDurationsSpanTheirEvents(t *testing.T) {
 		t.Errorf("tool Duration with an end hook only = %v, want at least the tool's 2ms", tool)
 	}
 }
+
+// TestHookEventAllocations checks that hooks on the start and end of model
+// requests and tool calls cost one allocation a pair: a run of two model
+// calls and one tool call allocates at most three more than with no hook.
+func TestHookEventAllocations(t *testing.T) {
+	nop := func(context.Context, *harness.Event) error { return nil }
+	allocs := func(opts ...harness.Option) float64 {
+		p := ht.NewScriptedProvider(benchScript...)
+		p.Loop, p.DiscardRequests = true, true
+		opts = append(opts, harness.WithProvider(p), harness.WithModel("m"),
+			harness.WithTools(harness.MustTool(harness.NewTool("weather", "Weather of a city.", weather))))
+		a, err := harness.New(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close(context.Background())
+		return testing.AllocsPerRun(200, func() {
+			if _, err := a.Run(context.Background(), "weather?"); err != nil {
+				t.Fatal(err)
+			}
+			a.Reset()
+		})
+	}
+	plain := allocs()
+	hooked := allocs(harness.WithHooks(nop, harness.EventModelRequestStart, harness.EventModelRequestEnd,
+		harness.EventToolCallStart, harness.EventToolCallEnd))
+	if hooked-plain > 3 {
+		t.Errorf("hooks on model and tool events: %v allocations a run, %v without: want at most 3 more", hooked, plain)
+	}
+}

@@ -674,13 +674,14 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 	// One clock read is the start event's Time and the origin of the end
 	// event's Duration, another the end event's Time and Duration's end:
 	// the clock is read only when a hook receives one of them.
-	startHooks, endHooks := len(s.hooks[EventModelRequestStart]) > 0, len(s.hooks[EventModelRequestEnd]) > 0
+	startEv, endEv := eventPair(len(s.hooks[EventModelRequestStart]) > 0, len(s.hooks[EventModelRequestEnd]) > 0)
 	var start time.Time
-	if startHooks || endHooks {
+	if startEv != nil || endEv != nil {
 		start = time.Now()
 	}
-	if startHooks {
-		a.emit(ctx, s, &Event{Type: EventModelRequestStart, Time: start, RunID: req.RunID, Step: req.Step, Request: req})
+	if startEv != nil {
+		*startEv = Event{Type: EventModelRequestStart, Time: start, RunID: req.RunID, Step: req.Step, Request: req}
+		a.emit(ctx, s, startEv)
 	}
 	resp, err := a.cfg.provider.Generate(ctx, req)
 	if err == nil && resp == nil {
@@ -689,10 +690,11 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 	if err != nil {
 		err = &ProviderError{Step: req.Step, Attempt: req.Attempt, Err: err}
 	}
-	if endHooks {
+	if endEv != nil {
 		end := time.Now()
-		a.emit(ctx, s, &Event{Type: EventModelRequestEnd, Time: end, RunID: req.RunID, Step: req.Step, Request: req,
-			Response: resp, Err: err, Duration: end.Sub(start)})
+		*endEv = Event{Type: EventModelRequestEnd, Time: end, RunID: req.RunID, Step: req.Step, Request: req,
+			Response: resp, Err: err, Duration: end.Sub(start)}
+		a.emit(ctx, s, endEv)
 	}
 	if err != nil {
 		return nil, err
@@ -837,13 +839,14 @@ func errorResult(call *ToolCall, status ToolStatus, msg string) *ToolResult {
 func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
 	// The start event's Time is the origin of the end event's Duration,
 	// whose end is the end event's Time (see modelCore).
-	startHooks, endHooks := len(s.hooks[EventToolCallStart]) > 0, len(s.hooks[EventToolCallEnd]) > 0
+	startEv, endEv := eventPair(len(s.hooks[EventToolCallStart]) > 0, len(s.hooks[EventToolCallEnd]) > 0)
 	var start time.Time
-	if startHooks || endHooks {
+	if startEv != nil || endEv != nil {
 		start = time.Now()
 	}
-	if startHooks {
-		a.emit(ctx, s, &Event{Type: EventToolCallStart, Time: start, RunID: res.RunID, Step: res.Steps, ToolCall: call})
+	if startEv != nil {
+		*startEv = Event{Type: EventToolCallStart, Time: start, RunID: res.RunID, Step: res.Steps, ToolCall: call}
+		a.emit(ctx, s, startEv)
 	}
 	r := a.toolExec(ctx, s, res, call)
 	if a.cfg.steps != nil {
@@ -867,10 +870,11 @@ func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call 
 	if r.Name == "" {
 		r.Name = call.Name
 	}
-	if endHooks {
+	if endEv != nil {
 		end := time.Now()
-		a.emit(ctx, s, &Event{Type: EventToolCallEnd, Time: end, RunID: res.RunID, Step: res.Steps, ToolCall: call,
-			ToolResult: r, Duration: end.Sub(start)})
+		*endEv = Event{Type: EventToolCallEnd, Time: end, RunID: res.RunID, Step: res.Steps, ToolCall: call,
+			ToolResult: r, Duration: end.Sub(start)}
+		a.emit(ctx, s, endEv)
 	}
 	return r
 }
@@ -1049,6 +1053,23 @@ func (a *Agent) emit(ctx context.Context, s *snapshot, ev *Event) {
 			a.emit(ctx, s, &Event{Type: EventHookFailed, RunID: ev.RunID, Step: ev.Step, Err: err, FailedEvent: ev.Type})
 		}
 	}
+}
+
+// eventPair returns the events of a model request's or tool call's start
+// and end hooks (nil for one without hooks): both in one allocation when
+// both have hooks. A hook may keep its event; it then keeps the other's
+// room too.
+func eventPair(start, end bool) (*Event, *Event) {
+	switch {
+	case start && end:
+		p := new([2]Event)
+		return &p[0], &p[1]
+	case start:
+		return new(Event), nil
+	case end:
+		return nil, new(Event)
+	}
+	return nil, nil
 }
 
 // addCost adds the cost of resp, as the WithPricing function prices it
