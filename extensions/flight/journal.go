@@ -11,8 +11,12 @@ import (
 // JournalOptions configures the recorder's journal (see [WithJournalOptions]).
 // The zero value means the defaults.
 type JournalOptions struct {
-	// SegmentBytes caps one segment file. Default 4 MiB. A line longer
-	// than the cap gets a segment of its own.
+	// SegmentBytes caps one segment file. Default 8 MiB. A line longer
+	// than the cap gets a segment of its own. Each segment is a file
+	// created and later deleted: where creating a file is dear (ext4
+	// without a journal passes over every inode freed in the last
+	// seconds; a create then takes up to a millisecond beside thousands
+	// of files), larger segments make an event cheaper.
 	SegmentBytes int64
 	// MaxBytes caps all segments together: past it, the oldest segments
 	// are deleted. Default 64 MiB.

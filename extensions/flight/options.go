@@ -43,7 +43,7 @@ type Option func(*config)
 //   - directory: [DefaultDir], read by New;
 //   - ring of 4096 events;
 //   - text previews of 1024 bytes;
-//   - journal: [JournalOptions] defaults (4 MiB segments, 64 MiB in all,
+//   - journal: [JournalOptions] defaults (8 MiB segments, 64 MiB in all,
 //     5ms batches);
 //   - every trigger on; artifacts not included;
 //   - the built-in redaction rules;

@@ -20,7 +20,7 @@ import (
 // Options configures a [Journal]. The zero value means the defaults. It
 // has the fields of flight.JournalOptions, which converts to it.
 type Options struct {
-	// SegmentBytes caps one segment file. Default 4 MiB. A line longer
+	// SegmentBytes caps one segment file. Default 8 MiB. A line longer
 	// than the cap gets a segment of its own.
 	SegmentBytes int64
 	// MaxBytes caps all segments together: past it, the oldest segments
@@ -48,7 +48,7 @@ const WriteErrorLogInterval = time.Minute
 
 func (o *Options) defaults() {
 	if o.SegmentBytes <= 0 {
-		o.SegmentBytes = 4 << 20
+		o.SegmentBytes = 8 << 20
 	}
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 64 << 20
