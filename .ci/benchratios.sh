@@ -100,18 +100,36 @@ perop() {
 	awk -v a="$a" -v b="$b" -v n1="$4" -v n2="$5" 'BEGIN { printf "%.3f", (b - a) / (n2 - n1) * 1e6 }'
 }
 
-# instructions per op from callgrind at two counts
+# instructions per op from callgrind at two counts: instr BIN BENCH N1 N2
+# [MODE]. For MODE "loop" only the measured loop is counted: the benchmark
+# calls loopStarts right before it and loopEnds right after, and callgrind
+# dumps its counts at both (each dump starts the next count from zero;
+# --zero-before zeroes the calling thread's counts only, and the set-up ran
+# on others).
 instr() {
-	local a b f
-	f="$(mktemp)"
-	GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$f" \
-		"$bin/$2.test" -test.run '^$' -test.bench "$3" -test.benchtime "${4}x" >/dev/null 2>"$f.log"
-	a="$(awk '/^summary:/ {print $2}' "$f")"
-	GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$f" \
-		"$bin/$2.test" -test.run '^$' -test.bench "$3" -test.benchtime "${5}x" >/dev/null 2>"$f.log"
-	b="$(awk '/^summary:/ {print $2}' "$f")"
-	rm -f "$f" "$f.log"
-	awk -v a="$a" -v b="$b" -v n1="$4" -v n2="$5" 'BEGIN { printf "%.0f", (b - a) / (n2 - n1) }'
+	local b="$1" bench="$2" n1="$3" n2="$4" mode="${5:-}" d n part
+	local -a counts=() opts=()
+	if [[ "$mode" == loop ]]; then
+		opts=(--dump-before='*_test.loopStarts' --dump-before='*_test.loopEnds')
+	fi
+	d="$(mktemp -d)"
+	for n in "$n1" "$n2"; do
+		GOMAXPROCS=1 GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$d/cg" "${opts[@]}" \
+			"$bin/$b.test" -test.run '^$' -test.bench "$bench" -test.benchtime "${n}x" >/dev/null 2>"$d/log"
+		part="$d/cg"
+		if [[ "$mode" == loop ]]; then
+			# the dump at loopEnds (b.Loop runs the loop once)
+			part="$(grep -l '^desc: Trigger: --dump-before=.*loopEnds$' "$d"/cg.* 2>/dev/null | sort -t. -k2 -n | tail -1)"
+			if [[ -z "$part" ]]; then
+				echo "benchratios: callgrind saw no loopEnds in $bench" >&2
+				exit 1
+			fi
+		fi
+		counts+=("$(awk '/^summary:/ {print $2}' "$part")")
+		rm -f "$d"/cg*
+	done
+	rm -rf "$d"
+	awk -v a="${counts[0]}" -v b="${counts[1]}" -v n1="$n1" -v n2="$n2" 'BEGIN { printf "%.0f", (b - a) / (n2 - n1) }'
 }
 
 declare -A vals
@@ -154,11 +172,13 @@ if [[ "$instructions" == 1 ]]; then
 	echo "instructions per op (callgrind, two counts):"
 	declare -A ins
 	for spec in "${benches[@]}"; do
-		read -r name b bench n1 n2 _ <<<"$spec"
+		read -r name b bench n1 n2 mode <<<"$spec"
 		# callgrind runs about 50 times slower: fewer iterations.
-		ins[$name]="$(instr "$name" "$b" "$bench" "$((n1 / 10))" "$((n2 / 10))")"
+		ins[$name]="$(instr "$b" "$bench" "$((n1 / 10))" "$((n2 / 10))" "${mode:-}")"
 		printf "  %-14s %s\n" "$name" "${ins[$name]}"
 	done
+	echo "  (FullStack: the measured loop alone; user space only, not the journal's writes and file creations;"
+	echo "   they move by up to ~10% from one process to the next, with the GC's timing: see docs/benchmarking.md)"
 	awk -v r="${ins[run]}" -v f="${ins[floor]}" -v t="${ins[traced]}" -v u="${ins[untraced]}" -v o="${ins[otelfloor]}" \
 		-v s0="${ins[fs-spills0]}" -v s2="${ins[fs-spills2000]}" -v ft="${ins[fs-traced]}" \
 		-v tn="${ins[traced-nm]}" -v h="${ins[handotel]}" 'BEGIN {
