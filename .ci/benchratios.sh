@@ -178,7 +178,7 @@ if [[ "$instructions" == 1 ]]; then
 		printf "  %-14s %s\n" "$name" "${ins[$name]}"
 	done
 	echo "  (FullStack: the measured loop alone; user space only, not the journal's writes and file creations;"
-	echo "   they move by up to ~10% from one process to the next, with the GC's timing: see docs/benchmarking.md)"
+	echo "   they move by up to ~12% from one process to the next, with the GC's timing: see docs/benchmarking.md)"
 	awk -v r="${ins[run]}" -v f="${ins[floor]}" -v t="${ins[traced]}" -v u="${ins[untraced]}" -v o="${ins[otelfloor]}" \
 		-v s0="${ins[fs-spills0]}" -v s2="${ins[fs-spills2000]}" -v ft="${ins[fs-traced]}" \
 		-v tn="${ins[traced-nm]}" -v h="${ins[handotel]}" 'BEGIN {
