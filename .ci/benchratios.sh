@@ -159,14 +159,21 @@ for spec in "${benches[@]}"; do
 	read -r name _ <<<"$spec"
 	printf "  %-14s %s\n" "$name" "$(median <<<"${vals[$name]}")"
 done
-echo "ratios (median of the per-round ratios):"
-printf "  %-60s %s   (target <= 2.5)\n" "BenchmarkRun / BenchmarkFloor" "$(ratios run floor | median)"
-printf "  %-60s %s   (bound <= 1.5)\n" "(TracedRun - UntracedRun) / OTelFloor" "$(ratios traced otelfloor untraced | median)"
+# medrange: the median of the values on stdin and, in brackets, their
+# smallest and largest: how far one round strays from another
+medrange() {
+	local v
+	v="$(cat)"
+	printf "%s [%s]" "$(median <<<"$v")" "$(tr ' ' '\n' <<<"$v" | grep -v '^$' | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%s..%s", lo, hi}')"
+}
+echo "ratios (median of the per-round ratios [smallest..largest]):"
+printf "  %-60s %-22s (target <= 2.5)\n" "BenchmarkRun / BenchmarkFloor" "$(ratios run floor | medrange)"
+printf "  %-60s %-22s (bound <= 1.5)\n" "(TracedRun - UntracedRun) / OTelFloor" "$(ratios traced otelfloor untraced | medrange)"
 printf "  %-60s %s\n" "  own work: that minus 1" "$(ratios traced otelfloor untraced | median | awk '{printf "%.3f", $1 - 1}')"
 printf "  %-60s %s\n" "  without LangSmith's mirrors (NoMirror)" "$(ratios traced-nm otelfloor-nm untraced | median)"
-printf "  %-60s %s   (target <= 0.9)\n" "(TracedRunNoMirror - Untraced) / (HandOTelRun - Untraced)" "$(ratios traced-nm handotel untraced untraced | median)"
-printf "  %-60s %s   (target <= 1.3)\n" "FullStack spills-0 / traced-only" "$(ratios fs-spills0 fs-traced | median)"
-printf "  %-60s %s   (target <= 1.3)\n" "FullStack spills-2000 / traced-only" "$(ratios fs-spills2000 fs-traced | median)"
+printf "  %-60s %-22s (target <= 0.9)\n" "(TracedRunNoMirror - Untraced) / (HandOTelRun - Untraced)" "$(ratios traced-nm handotel untraced untraced | medrange)"
+printf "  %-60s %-22s (target <= 1.3)\n" "FullStack spills-0 / traced-only" "$(ratios fs-spills0 fs-traced | medrange)"
+printf "  %-60s %-22s (target <= 1.3)\n" "FullStack spills-2000 / traced-only" "$(ratios fs-spills2000 fs-traced | medrange)"
 
 if [[ "$instructions" == 1 ]]; then
 	echo "instructions per op (callgrind, two counts):"
