@@ -119,7 +119,7 @@ instr() {
 		part="$d/cg"
 		if [[ "$mode" == loop ]]; then
 			# the dump at loopEnds (b.Loop runs the loop once)
-			part="$(grep -l '^desc: Trigger: --dump-before=.*loopEnds$' "$d"/cg.* 2>/dev/null | sort -t. -k2 -n | tail -1)"
+			part="$(grep -l '^desc: Trigger: --dump-before=.*loopEnds$' "$d"/cg.* 2>/dev/null | sort -V | tail -1)"
 			if [[ -z "$part" ]]; then
 				echo "benchratios: callgrind saw no loopEnds in $bench" >&2
 				exit 1
