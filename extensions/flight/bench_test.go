@@ -111,7 +111,7 @@ func BenchmarkExport(b *testing.B) {
 	b.Run("floor-read", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			st, err := flight.ReadJournal(dir, func([]byte, *flight.Event) error { return nil }, nil)
+			st, err := flight.ReadJournal(dir, func(*flight.Event) error { return nil }, nil)
 			if err != nil || st.Events != 100_000 {
 				b.Fatalf("%+v %v", st, err)
 			}

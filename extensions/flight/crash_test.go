@@ -144,7 +144,7 @@ func TestSIGKILL(t *testing.T) {
 
 func journalHas(dir, tool string) bool {
 	found := false
-	flight.ReadJournal(dir, func(_ []byte, e *flight.Event) error {
+	flight.ReadJournal(dir, func(e *flight.Event) error {
 		if e.Kind == flight.KindToolCall && e.Tool == tool {
 			found = true
 		}

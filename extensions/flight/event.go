@@ -41,7 +41,13 @@ type Event struct {
 	Agent     string    `json:"agent,omitempty"`
 	SessionID string    `json:"session_id,omitempty"`
 	RunID     string    `json:"run_id,omitempty"`
-	Step      int       `json:"step,omitempty"`
+	// Ref is set on a journal line that leaves out its run ID and trace
+	// ID: they are those of the line numbered Ref, an earlier line of the
+	// same process ([ReadJournal] puts them back and clears Ref). An
+	// event whose Ref could not be resolved (that line was lost or
+	// deleted) keeps it, without run or trace ID.
+	Ref  uint64 `json:"ref,omitempty"`
+	Step int    `json:"step,omitempty"`
 	// Attempt counts the executions of a recovered run from 1 (recovered,
 	// and the run_start that follows it); empty for a first execution.
 	Attempt int    `json:"attempt,omitempty"`
@@ -141,6 +147,10 @@ type encCache struct {
 	tid     trace.TraceID
 	tidOK   bool
 	tidHex  [32]byte
+	// marks holds where the last line encoded through the cache has its
+	// identifying fields (see the mark* indexes), so that the journal's
+	// copy can leave them out (journalLine).
+	marks [numMarks]int
 	// The last agent, session ID and run ID (by keyed*), and their
 	// encoding with their keys.
 	keyed    [3]string
@@ -200,6 +210,20 @@ func (c *encCache) appendField(dst []byte, f int, key, s string, red *Redactor) 
 	return append(dst, e.enc...)
 }
 
+// The indexes of encCache.marks: the offsets in the line of the agent
+// field (the session ID's follows it), the run ID field, the end of the
+// run ID field, the trace ID field and the end of the trace ID field
+// (the span ID's follows). A field that is absent starts and ends at the
+// same offset.
+const (
+	markAgent = iota
+	markRun
+	markRunEnd
+	markTrace
+	markTraceEnd
+	numMarks
+)
+
 // The strings of encCache.keyed.
 const (
 	keyedAgent = iota
@@ -254,6 +278,14 @@ func (c *encCache) appendTime(dst []byte, t time.Time) []byte {
 	return append(dst, 'Z')
 }
 
+// mark notes that the field m of the line being encoded into dst starts
+// (or ends) at len(dst).
+func (c *encCache) mark(m int, dst []byte) {
+	if c != nil {
+		c.marks[m] = len(dst)
+	}
+}
+
 // appendTraceID appends the hex of id.
 func (c *encCache) appendTraceID(dst []byte, id trace.TraceID) []byte {
 	if c == nil {
@@ -279,20 +311,31 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 		dst = append(dst, '"')
 		dst = c.appendField(dst, fieldKind, `,"kind":`, string(e.Kind), nil)
 	}
+	c.mark(markAgent, dst)
 	dst = c.appendKeyed(dst, keyedAgent, `,"agent":`, e.Agent)
 	dst = c.appendKeyed(dst, keyedSession, `,"session_id":`, e.SessionID)
+	c.mark(markRun, dst)
 	dst = c.appendKeyed(dst, keyedRun, `,"run_id":`, e.RunID)
+	c.mark(markRunEnd, dst)
+	if e.Ref != 0 {
+		dst = append(dst, `,"ref":`...)
+		dst = strconv.AppendUint(dst, e.Ref, 10)
+	}
 	dst = appendInt(dst, `,"step":`, int64(e.Step))
 	dst = appendInt(dst, `,"attempt":`, int64(e.Attempt))
+	c.mark(markTrace, dst)
 	if e.TraceID == "" && e.sc.IsValid() {
 		tid, sid := e.sc.TraceID(), e.sc.SpanID()
 		dst = append(dst, `,"trace_id":"`...)
 		dst = c.appendTraceID(dst, tid)
-		dst = append(dst, `","span_id":"`...)
+		dst = append(dst, '"')
+		c.mark(markTraceEnd, dst)
+		dst = append(dst, `,"span_id":"`...)
 		dst = hex.AppendEncode(dst, sid[:])
 		dst = append(dst, '"')
 	} else {
 		dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)
+		c.mark(markTraceEnd, dst)
 		dst = appendStr(dst, `,"span_id":`, e.SpanID, nil)
 	}
 	dst = c.appendField(dst, fieldStatus, `,"status":`, e.Status, nil)
@@ -353,10 +396,12 @@ func appendInt(dst []byte, key string, n int64) []byte {
 	return strconv.AppendInt(dst, n, 10)
 }
 
-// ParseEvent decodes one journal or events.jsonl line. It decodes the
-// lines the recorder writes without reflection and falls back to
-// encoding/json for anything else, with the same result. An event must
-// have a kind.
+// ParseEvent decodes one journal or events.jsonl line as it is: a
+// journal line may leave out the agent, session, run and trace IDs that
+// [ReadJournal] puts back (see Recording in the package documentation).
+// It decodes the lines the recorder writes without reflection and falls
+// back to encoding/json for anything else, with the same result. An
+// event must have a kind.
 func ParseEvent(line []byte) (Event, error) {
 	var e Event
 	if !parseFast(line, &e) {

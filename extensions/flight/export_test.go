@@ -16,11 +16,6 @@ func SetMaxTraces(x *Extension, n int) {
 	x.mu.Unlock()
 }
 
-// ReadJournal reads the events of the journal in dir (see readJournal).
-func ReadJournal(dir string, fn func(line []byte, e *Event) error, progress func(n int64)) (ReadStats, error) {
-	return readJournal(dir, fn, progress)
-}
-
 // ReadSegment reads the events of one journal segment as ReadJournal does.
 func ReadSegment(r io.Reader, fn func(line []byte, e *Event) error) (ReadStats, error) {
 	st, err := recording.ReadSegment(r, eventLines(fn))

@@ -74,6 +74,7 @@ type Extension struct {
 	enc       encCache // formats what consecutive events share
 	seq       uint64
 	journal   *recording.Journal
+	jids      journalIDs // of the last journal line that carried a run ID
 	openErr   error
 	started   bool // the background goroutines run
 	closing   bool // Teardown began: no new automatic bundle
@@ -652,7 +653,7 @@ func (x *Extension) record(e *Event) {
 		x.evicted++
 	}
 	if x.journal != nil {
-		x.journal.Append(line)
+		x.appendJournalLocked(line, e)
 	}
 }
 

@@ -143,7 +143,7 @@ func (s *agentSetup) close(t *testing.T) {
 func journalEvents(t *testing.T, dir string) ([]flight.Event, flight.ReadStats) {
 	t.Helper()
 	var evs []flight.Event
-	st, err := flight.ReadJournal(dir, func(_ []byte, e *flight.Event) error {
+	st, err := flight.ReadJournal(dir, func(e *flight.Event) error {
 		evs = append(evs, *e)
 		return nil
 	}, nil)

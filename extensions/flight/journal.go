@@ -3,9 +3,11 @@ package flight
 import (
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/harnessx/harnessx/internal/recording"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // JournalOptions configures the recorder's journal (see [WithJournalOptions]).
@@ -63,14 +65,112 @@ func eventLines(fn func(line []byte, e *Event) error) func([]byte) (bool, error)
 	}
 }
 
-// readJournal reads the events of every segment of the journal in dir,
-// oldest first, and calls fn for each with its line (newline included;
-// valid until fn returns) and its event. An incomplete last line (the
-// process died during a write) is skipped and counted as torn; lines
-// that do not decode are skipped and counted as corrupt. An error from fn
-// stops the read and is returned. progress, if set, is called with the
-// byte count of each segment read.
+// ReadJournal reads the events of the journal of the recording in dir,
+// oldest first, and calls fn with each, whole: a journal line leaves out
+// what the recording or an earlier line already says (the agent and
+// session ID of recording.json, the run ID and trace ID of the line its
+// Ref names), and ReadJournal puts it back. An event whose Ref names a
+// line that is gone (a lost write, a deleted segment) keeps its Ref and
+// has no run or trace ID. An incomplete last line (the process died
+// during a write) is skipped and counted as torn; lines that do not
+// decode are skipped and counted as corrupt. An error from fn stops the
+// read and is returned. progress, if set, is called with the byte count
+// of each segment read. fn must not keep e.
+func ReadJournal(dir string, fn func(e *Event) error, progress func(n int64)) (ReadStats, error) {
+	return readJournal(dir, func(_ []byte, e *Event) error { return fn(e) }, progress)
+}
+
+// readJournal is ReadJournal that also gives fn each event's line
+// (newline included; valid until fn returns), as it is on disk.
 func readJournal(dir string, fn func(line []byte, e *Event) error, progress func(n int64)) (ReadStats, error) {
-	st, err := recording.Read(dir, eventLines(fn), progress)
+	var r journalReader
+	if info, err := recording.ReadInfo(dir); err == nil {
+		r.agent, r.session = info.Agent, info.SessionID
+	}
+	st, err := recording.Read(dir, eventLines(func(line []byte, e *Event) error {
+		r.resolve(e)
+		return fn(line, e)
+	}), progress)
 	return ReadStats(st), err
+}
+
+// journalRefWindow bounds how far back, in lines, a journal line's Ref
+// reaches: past it the recorder writes the run ID and trace ID again, so
+// that a reader of a journal whose oldest segments were deleted resolves
+// all but the first few lines of what is left.
+const journalRefWindow = 64
+
+// journalIDs is the run ID and trace ID of a journal line that carries
+// them.
+type journalIDs struct {
+	seq      uint64 // the line's; 0: none
+	runID    string
+	tid      trace.TraceID // the raw trace ID the line was encoded from
+	traceID  string        // the trace ID as text (Event.TraceID)
+	failures uint64        // the journal's Failures when the line was queued
+}
+
+// appendJournalLocked queues the journal's copy of line, the ring's line
+// of e, which was encoded through x.enc (whose marks locate its fields).
+// The copy leaves out what a reader knows without it (see ReadJournal):
+// the agent and session ID when they are the recording's, and the run ID
+// and trace ID when the last line that carried them carried the same
+// ones, not more than journalRefWindow lines back, and no write failed
+// since; it names that line by Ref instead. A copy is about 40% shorter:
+// fewer bytes to write and more events within the journal's caps.
+func (x *Extension) appendJournalLocked(line []byte, e *Event) {
+	j, m, last := x.journal, &x.enc.marks, &x.jids
+	head := line[:m[markAgent]]
+	if e.Agent != x.agentName || e.SessionID != x.sessionID {
+		head = line[:m[markRun]]
+	}
+	tid := e.sc.TraceID()
+	failures := j.Failures()
+	if e.RunID == "" {
+		j.AppendParts(head, line[m[markRun]:])
+		return
+	}
+	if last.seq != 0 && e.RunID == last.runID && tid == last.tid && e.TraceID == last.traceID &&
+		e.Seq-last.seq < journalRefWindow && failures == last.failures {
+		var buf [28]byte
+		ref := strconv.AppendUint(append(buf[:0], `,"ref":`...), last.seq, 10)
+		j.AppendParts(head, ref, line[m[markRunEnd]:m[markTrace]], line[m[markTraceEnd]:])
+		return
+	}
+	if j.AppendParts(head, line[m[markRun]:]) {
+		*last = journalIDs{seq: e.Seq, runID: e.RunID, tid: tid, traceID: e.TraceID, failures: failures}
+	} else {
+		last.seq = 0 // dropped: no line may name it
+	}
+}
+
+// journalReader puts back what journal lines leave out (see ReadJournal).
+type journalReader struct {
+	agent, session string     // the recording's
+	last           journalIDs // of the last line that carried a run ID, read
+	prev           uint64     // the last line's seq
+}
+
+// resolve completes e, the event of the next journal line.
+func (r *journalReader) resolve(e *Event) {
+	if e.Seq <= r.prev {
+		// A new process numbers its lines from 1 again: no line of the
+		// one before names its lines, nor the reverse.
+		r.last = journalIDs{}
+	}
+	r.prev = e.Seq
+	if e.Agent == "" {
+		e.Agent = r.agent
+	}
+	if e.SessionID == "" {
+		e.SessionID = r.session
+	}
+	switch {
+	case e.Ref != 0:
+		if e.Ref == r.last.seq && e.RunID == "" && e.TraceID == "" {
+			e.RunID, e.TraceID, e.Ref = r.last.runID, r.last.traceID, 0
+		}
+	case e.RunID != "":
+		r.last = journalIDs{seq: e.Seq, runID: e.RunID, traceID: e.TraceID}
+	}
 }

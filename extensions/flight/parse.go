@@ -158,6 +158,15 @@ func (p *parser) digits(signed bool) ([]byte, bool) {
 	return p.b[start:p.i], true
 }
 
+func (p *parser) uint64() (uint64, bool) {
+	tok, ok := p.digits(false)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(tok), 10, 64)
+	return n, err == nil
+}
+
 func (p *parser) int64() (int64, bool) {
 	tok, ok := p.digits(true)
 	if !ok {
@@ -192,13 +201,8 @@ func (p *parser) field(key []byte, e *Event) bool {
 	}
 	switch string(key) {
 	case "seq":
-		tok, ok := p.digits(false)
-		if !ok {
-			return false
-		}
-		n, err := strconv.ParseUint(string(tok), 10, 64)
-		e.Seq = n
-		return err == nil
+		e.Seq, ok = p.uint64()
+		return ok
 	case "time":
 		start := p.i
 		if _, ok := p.str(); !ok {
@@ -218,6 +222,9 @@ func (p *parser) field(key []byte, e *Event) bool {
 		return setStr(&e.SessionID)
 	case "run_id":
 		return setStr(&e.RunID)
+	case "ref":
+		e.Ref, ok = p.uint64()
+		return ok
 	case "step":
 		return setInt(&e.Step)
 	case "attempt":

@@ -159,7 +159,7 @@ func TestCrashWindow(t *testing.T) {
 	}
 	present := map[uint64]bool{}
 	var last uint64
-	flight.ReadJournal(filepath.Join(dir, "window"), func(_ []byte, e *flight.Event) error {
+	flight.ReadJournal(filepath.Join(dir, "window"), func(e *flight.Event) error {
 		present[e.Seq] = true
 		last = max(last, e.Seq)
 		return nil

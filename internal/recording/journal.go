@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -101,6 +102,7 @@ type Journal struct {
 	overdue      time.Duration // 4 × FlushInterval
 	pendingSince time.Time     // when buf became non-empty
 	pendingLines int           // the lines appended to buf since
+	failures     atomic.Uint64 // writes that failed (see Failures)
 
 	kick  chan struct{}   // an append made buf non-empty
 	flush chan chan error // explicit flush requests
@@ -184,9 +186,17 @@ func (j *Journal) Dir() string { return j.dir }
 // clock for that at every overdueEvery-th line of a batch, not at each. It reports false
 // when the line was dropped: the journal is closed or MaxPending bytes
 // are already waiting.
-func (j *Journal) Append(line []byte) bool {
+func (j *Journal) Append(line []byte) bool { return j.AppendParts(line) }
+
+// AppendParts is Append of the line that parts make one after the other:
+// a line assembled from pieces of others is copied once.
+func (j *Journal) AppendParts(parts ...[]byte) bool {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
 	j.mu.Lock()
-	if j.closed || len(j.buf)+len(line) > j.opts.MaxPending {
+	if j.closed || len(j.buf)+n > j.opts.MaxPending {
 		j.dropped++
 		j.mu.Unlock()
 		return false
@@ -198,7 +208,9 @@ func (j *Journal) Append(line []byte) bool {
 	} else if j.pendingLines++; j.pendingLines%overdueEvery == 0 {
 		overdue = time.Since(j.pendingSince) > j.overdue
 	}
-	j.buf = append(j.buf, line...)
+	for _, p := range parts {
+		j.buf = append(j.buf, p...)
+	}
 	j.mu.Unlock()
 	if first {
 		select {
@@ -224,6 +236,12 @@ func (j *Journal) Dropped() uint64 {
 	defer j.mu.Unlock()
 	return j.dropped
 }
+
+// Failures returns how many writes failed and lost lines since Open. A
+// caller whose lines refer to earlier ones (flight's journal lines name
+// an earlier line's run) watches it: a line accepted before a failure may
+// not be on disk.
+func (j *Journal) Failures() uint64 { return j.failures.Load() }
 
 // Lost returns how many lines were accepted but could not be written
 // (disk full, file size limit, I/O error). They are not counted in
@@ -362,6 +380,7 @@ func (j *Journal) failed(err error, n int) {
 	j.lost += uint64(n)
 	j.mu.Unlock()
 	j.failing = true
+	j.failures.Add(1)
 	j.lostLog += uint64(n)
 	if l := j.opts.Logger; l != nil && (j.lastLog.IsZero() || time.Since(j.lastLog) >= WriteErrorLogInterval) {
 		j.lastLog = time.Now()

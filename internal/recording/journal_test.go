@@ -187,3 +187,52 @@ func TestJournalWritesWhenTheWriterIsLate(t *testing.T) {
 		time.Sleep(time.Millisecond / 2)
 	}
 }
+
+// TestJournalAppendPartsAndFailures appends lines in parts, each written
+// as one line; a write that fails (the directory removed under the
+// journal) loses its line and counts in Failures, and once the directory
+// is back the next line is written.
+func TestJournalAppendPartsAndFailures(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "rec")
+	j, err := recording.Open(dir, recording.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close(ctx)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	l1, l2 := line(1), line(2)
+	if !j.AppendParts(l1[:10], l1[10:20], l1[20:]) {
+		t.Fatal("AppendParts dropped the line")
+	}
+	if err := j.Flush(ctx); err == nil {
+		t.Fatal("Flush into a removed directory returned no error")
+	}
+	if j.Failures() != 1 || j.Lost() != 1 {
+		t.Fatalf("failures %d lost %d, want 1 and 1", j.Failures(), j.Lost())
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if !j.AppendParts(l2[:5], nil, l2[5:]) {
+		t.Fatal("AppendParts dropped the line")
+	}
+	if err := j.Flush(ctx); err != nil {
+		t.Fatalf("Flush once the directory is back: %v", err)
+	}
+	if j.Failures() != 1 {
+		t.Errorf("failures %d after a good write, want 1 still", j.Failures())
+	}
+	var got []string
+	if _, err := recording.Read(dir, func(b []byte) (bool, error) {
+		got = append(got, strings.TrimSuffix(string(b), "\n"))
+		return true, nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSuffix(string(l2), "\n"); len(got) != 1 || got[0] != want {
+		t.Errorf("journal holds %q, want [%q]", got, want)
+	}
+}

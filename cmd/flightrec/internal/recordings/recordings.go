@@ -117,11 +117,7 @@ func ScanOne(dir string) (*Recording, error) {
 	type usage struct{ in, out int64 }
 	responses := map[string]*usage{} // model response usage by run
 	counted := 0                     // events of the segments before
-	st, err := recording.Read(dir, func(line []byte) (bool, error) {
-		e, err := flight.ParseEvent(line)
-		if err != nil {
-			return false, nil
-		}
+	st, err := flight.ReadJournal(dir, func(e *flight.Event) error {
 		r.Events++
 		if r.First.IsZero() || e.Time.Before(r.First) {
 			r.First = e.Time
@@ -136,7 +132,7 @@ func ScanOne(dir string) (*Recording, error) {
 			r.SessionID = e.SessionID
 		}
 		if e.RunID == "" {
-			return true, nil
+			return nil
 		}
 		run := runs[e.RunID]
 		if run == nil {
@@ -163,8 +159,8 @@ func ScanOne(dir string) (*Recording, error) {
 			u.in += e.InputTokens
 			u.out += e.OutputTokens
 		}
-		fails.Add(&e)
-		return true, nil
+		fails.Add(e)
+		return nil
 	}, func(int64) {
 		r.SegmentEvents = append(r.SegmentEvents, r.Events-counted)
 		counted = r.Events
@@ -178,7 +174,7 @@ func ScanOne(dir string) (*Recording, error) {
 			run.InputTokens, run.OutputTokens = u.in, u.out
 		}
 	}
-	r.Stats = st
+	r.Stats = recording.Stats(st)
 	r.Segments, r.Bytes, r.Torn, r.Corrupt = st.Segments, st.Bytes, st.Torn, st.Corrupt
 	incs, _ := filepath.Glob(filepath.Join(dir, recording.IncidentsDir, "*.tar.gz"))
 	slices.Sort(incs)
