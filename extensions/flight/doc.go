@@ -79,8 +79,10 @@
 // states, …) whose JSON changed. A span snapshot costs what the spans
 // that ended since the previous one cost: it appends them as one OTLP
 // JSON line (hex IDs) to spans.jsonl, and rewrites spans.json with the
-// whole span buffer only when the log passes 8 MiB and at Close; readers
-// merge the two, each span once, and skip a torn last line. A turn's
+// whole span buffer only when the log passes 8 MiB, at Close, and when
+// the log is not empty and the new spans are the whole buffer (spans end
+// faster than the buffer holds them: the snapshot replaces the log);
+// readers merge the two, each span once, and skip a torn last line. A turn's
 // completion writes the session itself only while that is cheap (see
 // [Extension.OnTurnComplete]). Artifacts are copied as each tool call ends
 // (hard links when on the same file system, copies otherwise) into

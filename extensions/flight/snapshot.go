@@ -271,10 +271,18 @@ func (x *Extension) snapshotSpans() int {
 	if !open {
 		return 0
 	}
-	spans, last := x.recentSpans(x.spanSeq)
+	spans, last, whole := x.recentSpans(x.spanSeq)
 	if len(spans) == 0 {
 		x.spanSeq = last
 		return 0
+	}
+	if whole && x.spansLogBytes > 0 {
+		// Every buffered span of the recent traces ended since the last
+		// snapshot (spans end faster than the buffer holds them): they
+		// are what compacting would write. Written as spans.json, they
+		// replace the log, which then does not grow to its cap to be
+		// compacted, encoding the same spans again.
+		return x.writeSpans(spans, last)
 	}
 	data := x.encodeSpans(spans)
 	err := appendLine(filepath.Join(x.dir, recording.SpansLog), data)
@@ -290,12 +298,14 @@ func (x *Extension) snapshotSpans() int {
 // recentSpans returns the buffered spans of the recent traces numbered
 // after seq and the number of the last span kept (see
 // SpanProcessor.since), logging records that did not decode.
-func (x *Extension) recentSpans(seq uint64) ([]sdktrace.ReadOnlySpan, uint64) {
-	spans, last, err := x.spans.since(seq, x.inRecentTrace())
+// It also reports whether they are all the buffered spans of the recent
+// traces.
+func (x *Extension) recentSpans(seq uint64) ([]sdktrace.ReadOnlySpan, uint64, bool) {
+	spans, last, whole, err := x.spans.sinceWhole(seq, x.inRecentTrace())
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot", "err", err)
 	}
-	return spans, last
+	return spans, last, whole
 }
 
 // encodeSpans encodes spans as one redacted OTLP/JSON export request,
@@ -327,7 +337,14 @@ func (x *Extension) compactSpans() int {
 	if !open {
 		return 0
 	}
-	spans, last := x.recentSpans(0)
+	spans, last, _ := x.recentSpans(0)
+	return x.writeSpans(spans, last)
+}
+
+// writeSpans writes spans, every buffered span of the recent traces, the
+// last numbered last, into spans.json and removes spans.jsonl. It
+// returns the number of spans written.
+func (x *Extension) writeSpans(spans []sdktrace.ReadOnlySpan, last uint64) int {
 	data := x.encodeSpans(spans)
 	err := writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)
 	if err == nil {

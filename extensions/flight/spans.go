@@ -263,9 +263,17 @@ func (p *SpanProcessor) Spans(keep func(s sdktrace.ReadOnlySpan) bool) []sdktrac
 // the number of the last span kept (seq when none is newer). The error
 // reports records that did not decode, left out.
 func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdktrace.ReadOnlySpan, uint64, error) {
+	spans, last, _, err := p.sinceWhole(seq, keep)
+	return spans, last, err
+}
+
+// sinceWhole is since that also reports whether the spans are all the
+// kept spans of the traces keep reports true for: none of those is
+// numbered seq or before.
+func (p *SpanProcessor) sinceWhole(seq uint64, keep func(trace.TraceID) bool) ([]sdktrace.ReadOnlySpan, uint64, bool, error) {
 	c := p.copySince(seq, keep)
 	spans, err := c.decode()
-	return spans, c.last, err
+	return spans, c.last, c.whole, err
 }
 
 // spanCopy is a copy of kept spans taken under the processor's lock, to
@@ -277,6 +285,7 @@ type spanCopy struct {
 	recs  []byte
 	spans []copiedSpan
 	last  uint64
+	whole bool // no kept span of the traces asked for was left out as old
 }
 
 type copiedSpan struct {
@@ -292,15 +301,19 @@ type copiedSpan struct {
 func (p *SpanProcessor) copySince(seq uint64, keep func(trace.TraceID) bool) *spanCopy {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := &spanCopy{last: max(seq, p.seq), keys: p.enc.keys.names}
+	c := &spanCopy{last: max(seq, p.seq), keys: p.enc.keys.names, whole: true}
 	size := 0
 	start := p.next
 	if !p.full {
 		start = 0
 	}
 	for s := range p.allFrom(start) {
-		if s.seq > seq && (keep == nil || keep(s.id.trace)) {
-			size += s.n
+		if keep == nil || keep(s.id.trace) {
+			if s.seq > seq {
+				size += s.n
+			} else {
+				c.whole = false
+			}
 		}
 	}
 	c.recs = make([]byte, 0, size)

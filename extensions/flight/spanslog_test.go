@@ -3,6 +3,8 @@ package flight_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,5 +186,41 @@ func TestReadRecordingSkipsTornLine(t *testing.T) {
 	}
 	if !strings.Contains(string(logData), "invoke_agent") {
 		t.Errorf("the log lacks the agent span: %.200s", logData)
+	}
+}
+
+// TestSpanSnapshotReplacesLogWhenBufferTurnsOver: when every buffered
+// span ended since the last snapshot (spans end faster than the buffer
+// holds them; here a buffer of one span and a span a run), the snapshot
+// is what compacting would write: it replaces spans.json and removes the
+// log instead of growing it.
+func TestSpanSnapshotReplacesLogWhenBufferTurnsOver(t *testing.T) {
+	s := newAgent(t, []harnesstest.Response{{Text: "one"}, {Text: "two"}}, nil, flight.WithSpanCapacity(1))
+	rec := filepath.Join(s.dir, "sess-1")
+	ctx := context.Background()
+	if _, err := s.agent.Run(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the span log", func() bool { return len(spanLogLines(t, rec)) == 1 })
+	if _, err := os.Stat(filepath.Join(rec, recording.SpansSnapshot)); err == nil {
+		t.Fatal("spans.json written by the first snapshot")
+	}
+	first := spanLogLines(t, rec)[0]
+	if _, err := s.agent.Run(ctx, "run"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "spans.json in place of the log", func() bool {
+		_, err := os.Stat(filepath.Join(rec, recording.SpansLog))
+		return fileExists(filepath.Join(rec, recording.SpansSnapshot)) && errors.Is(err, fs.ErrNotExist)
+	})
+	req, err := otlpspans.ReadRecording(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := otlpspans.Count(req); n != 1 {
+		t.Fatalf("the recording holds %d spans, want the buffered one", n)
+	}
+	if id := req.ResourceSpans[0].ScopeSpans[0].Spans[0].SpanId; len(first) != 1 || string(id) == first[0] {
+		t.Errorf("spans.json holds the first run's span %x, want the second run's", id)
 	}
 }
