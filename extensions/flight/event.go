@@ -149,7 +149,7 @@ type encCache struct {
 	tidHex  [32]byte
 	// marks holds where the last line encoded through the cache has its
 	// identifying fields (see the mark* indexes), so that the journal's
-	// copy can leave them out (journalLine).
+	// copy can leave them out (appendJournalLocked).
 	marks [numMarks]int
 	// The last agent, session ID and run ID (by keyed*), and their
 	// encoding with their keys.

@@ -72,11 +72,8 @@ func ExportJournal(ctx context.Context, dir string, w io.Writer, opts ExportOpti
 	if opts.IncludeArtifacts {
 		bw.IncludeParts(dir)
 	}
-	var agent, session string
-	if info, err := recording.ReadInfo(dir); err == nil {
-		agent, session = info.Agent, info.SessionID
-	}
-	st, err := readJournal(dir, func(_ []byte, e *Event) error {
+	agent, session := agentSession(dir)
+	st, err := readJournal(dir, agent, session, func(e *Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -77,19 +77,26 @@ func eventLines(fn func(line []byte, e *Event) error) func([]byte) (bool, error)
 // read and is returned. progress, if set, is called with the byte count
 // of each segment read. fn must not keep e.
 func ReadJournal(dir string, fn func(e *Event) error, progress func(n int64)) (ReadStats, error) {
-	return readJournal(dir, func(_ []byte, e *Event) error { return fn(e) }, progress)
+	agent, session := agentSession(dir)
+	return readJournal(dir, agent, session, fn, progress)
 }
 
-// readJournal is ReadJournal that also gives fn each event's line
-// (newline included; valid until fn returns), as it is on disk.
-func readJournal(dir string, fn func(line []byte, e *Event) error, progress func(n int64)) (ReadStats, error) {
-	var r journalReader
+// agentSession returns the agent and session ID of the recording in dir
+// (from recording.json; empty when it cannot be read).
+func agentSession(dir string) (agent, session string) {
 	if info, err := recording.ReadInfo(dir); err == nil {
-		r.agent, r.session = info.Agent, info.SessionID
+		return info.Agent, info.SessionID
 	}
-	st, err := recording.Read(dir, eventLines(func(line []byte, e *Event) error {
+	return "", ""
+}
+
+// readJournal is ReadJournal for a caller that has read the recording's
+// agent and session ID already.
+func readJournal(dir, agent, session string, fn func(e *Event) error, progress func(n int64)) (ReadStats, error) {
+	r := journalReader{agent: agent, session: session}
+	st, err := recording.Read(dir, eventLines(func(_ []byte, e *Event) error {
 		r.resolve(e)
-		return fn(line, e)
+		return fn(e)
 	}), progress)
 	return ReadStats(st), err
 }
@@ -124,12 +131,12 @@ func (x *Extension) appendJournalLocked(line []byte, e *Event) {
 	if e.Agent != x.agentName || e.SessionID != x.sessionID {
 		head = line[:m[markRun]]
 	}
-	tid := e.sc.TraceID()
-	failures := j.Failures()
 	if e.RunID == "" {
 		j.AppendParts(head, line[m[markRun]:])
 		return
 	}
+	tid := e.sc.TraceID()
+	failures := j.Failures()
 	if last.seq != 0 && e.RunID == last.runID && tid == last.tid && e.TraceID == last.traceID &&
 		e.Seq-last.seq < journalRefWindow && failures == last.failures {
 		var buf [28]byte

@@ -301,7 +301,7 @@ func (x *Extension) snapshotSpans() int {
 // It also reports whether they are all the buffered spans of the recent
 // traces.
 func (x *Extension) recentSpans(seq uint64) ([]sdktrace.ReadOnlySpan, uint64, bool) {
-	spans, last, whole, err := x.spans.sinceWhole(seq, x.inRecentTrace())
+	spans, last, whole, err := x.spans.since(seq, x.inRecentTrace())
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot", "err", err)
 	}

@@ -260,17 +260,11 @@ func (p *SpanProcessor) Spans(keep func(s sdktrace.ReadOnlySpan) bool) []sdktrac
 
 // since returns the buffered spans numbered after seq, oldest first, of
 // the traces keep reports true for (every trace when keep is nil), and
-// the number of the last span kept (seq when none is newer). The error
-// reports records that did not decode, left out.
-func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdktrace.ReadOnlySpan, uint64, error) {
-	spans, last, _, err := p.sinceWhole(seq, keep)
-	return spans, last, err
-}
-
-// sinceWhole is since that also reports whether the spans are all the
-// kept spans of the traces keep reports true for: none of those is
-// numbered seq or before.
-func (p *SpanProcessor) sinceWhole(seq uint64, keep func(trace.TraceID) bool) ([]sdktrace.ReadOnlySpan, uint64, bool, error) {
+// the number of the last span kept (seq when none is newer), and whether
+// they are all the kept spans of those traces (none of them is numbered
+// seq or before). The error reports records that did not decode, left
+// out.
+func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdktrace.ReadOnlySpan, uint64, bool, error) {
 	c := p.copySince(seq, keep)
 	spans, err := c.decode()
 	return spans, c.last, c.whole, err

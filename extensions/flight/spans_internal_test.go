@@ -197,20 +197,20 @@ func TestSpanBufferSince(t *testing.T) {
 		}
 		return strings.Join(b, ",")
 	}
-	if got, last, _ := p.since(4, nil); names(got) != "4,5" || last != 6 {
+	if got, last, _, _ := p.since(4, nil); names(got) != "4,5" || last != 6 {
 		t.Errorf("since(4) = %s, %d; want 4,5, 6", names(got), last)
 	}
-	if got, last, _ := p.since(0, nil); names(got) != "2,3,4,5" || last != 6 {
+	if got, last, _, _ := p.since(0, nil); names(got) != "2,3,4,5" || last != 6 {
 		t.Errorf("since(0) = %s, %d; want 2,3,4,5, 6", names(got), last)
 	}
-	if got, last, _ := p.since(6, nil); len(got) != 0 || last != 6 {
+	if got, last, _, _ := p.since(6, nil); len(got) != 0 || last != 6 {
 		t.Errorf("since(6) = %s, %d; want nothing, 6", names(got), last)
 	}
 	if n := p.pending(3); n != 3 {
 		t.Errorf("pending(3) = %d, want 3", n)
 	}
 	second := p.Spans(nil)[1].SpanContext().TraceID()
-	if got, _, _ := p.since(0, func(id trace.TraceID) bool { return id == second }); names(got) != "3" {
+	if got, _, _, _ := p.since(0, func(id trace.TraceID) bool { return id == second }); names(got) != "3" {
 		t.Errorf("since(0, one trace) = %s, want 3", names(got))
 	}
 }
@@ -431,7 +431,7 @@ func TestSpanBufferConcurrent(t *testing.T) {
 					return
 				}
 			}
-			_, seq, _ = p.since(seq, nil)
+			_, seq, _, _ = p.since(seq, nil)
 		}
 	})
 	writers.Wait()
@@ -516,7 +516,7 @@ func TestSpanSnapshotEncoding(t *testing.T) {
 	root.End()
 	for _, red := range []*Redactor{nil, NewRedactor(nil)} {
 		x := &Extension{red: red}
-		spans, _, err := p.since(0, nil)
+		spans, _, _, err := p.since(0, nil)
 		if err != nil || len(spans) != 2 {
 			t.Fatalf("%d spans, %v", len(spans), err)
 		}
