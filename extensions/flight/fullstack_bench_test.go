@@ -34,6 +34,24 @@ func weatherTool() *harness.Tool {
 		func(_ context.Context, in weatherIn) (string, error) { return "sunny in " + in.City, nil }))
 }
 
+// spillCity is the city whose weather, in BenchmarkFullStack's set-up, is
+// a result over the spill threshold.
+const spillCity = "spill"
+
+// spillingWeatherTool is weatherTool with the same definition (name,
+// description, input schema), whose result for spillCity is long (2 KB,
+// over a 1 KB spill threshold).
+func spillingWeatherTool() *harness.Tool {
+	big := strings.Repeat("a spilled result line\n", 100)
+	return harness.MustTool(harness.NewTool("weather", "Weather of a city.",
+		func(_ context.Context, in weatherIn) (string, error) {
+			if in.City == spillCity {
+				return big, nil
+			}
+			return "sunny in " + in.City, nil
+		}))
+}
+
 // switchProvider serves the setup script, then the benchmark's looping
 // one.
 type switchProvider struct {
@@ -55,7 +73,10 @@ func (p *switchProvider) Generate(ctx context.Context, req *harness.ModelRequest
 // directory; its span processor registers itself on the tracing
 // extension's provider, as it does for a user). The "spills-2000" variant
 // first spills 2,000 results, so the session and the artifact lists are
-// long: a run must cost the same.
+// long: a run must cost the same. Both recorder variants' agents have
+// traced-only's one tool, its definition unchanged (the set-up's results
+// come from it, for one city), so that the measured runs differ from
+// traced-only's by the stack alone.
 //
 // Each variant also reports cpu-ns/op: the CPU time of the whole process
 // (every goroutine and thread, user and system: the recorder's writer and
@@ -96,16 +117,15 @@ func BenchmarkFullStack(b *testing.B) {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 
-			// Setup: 20 steps of 100 parallel calls of a tool whose result
-			// (2 KB) is over the spill threshold (1 KB).
-			big := strings.Repeat("a spilled result line\n", 100)
-			bigTool := harness.MustTool(harness.NewTool("big", "Big result.", func(context.Context, weatherIn) (string, error) { return big, nil }))
-			bigTool.Concurrent = true
+			// Setup: 20 steps of 100 calls of the weather tool for the city
+			// whose result (2 KB) is over the spill threshold (1 KB). The
+			// agent has traced-only's one tool, with the same definition:
+			// the measured runs send the model the same tool definitions.
 			var setup []harnesstest.Response
 			for step := 0; step < spills/100; step++ {
 				var calls []harness.ToolCall
 				for i := 0; i < 100; i++ {
-					calls = append(calls, harnesstest.Call(fmt.Sprintf("s%d_%d", step, i), "big", map[string]string{"city": "x"}))
+					calls = append(calls, harnesstest.Call(fmt.Sprintf("s%d_%d", step, i), "weather", map[string]string{"city": spillCity}))
 				}
 				setup = append(setup, harnesstest.Response{ToolCalls: calls})
 			}
@@ -119,7 +139,7 @@ func BenchmarkFullStack(b *testing.B) {
 			sp := spill.New(spill.WithThreshold(1000))
 			a, err := harness.New(harness.WithProvider(prov), harness.WithModel("m"),
 				harness.WithLogger(slog.New(slog.DiscardHandler)),
-				harness.WithTools(weatherTool(), bigTool),
+				harness.WithTools(spillingWeatherTool()),
 				harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp)), sp, rec))
 			if err != nil {
 				b.Fatal(err)
