@@ -138,8 +138,8 @@ func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 
 // encCache keeps what consecutive events share, so that the recorder's
 // hot path formats it once: the text of the current second and the hex of
-// the current trace ID. The zero value is ready; it is not safe for
-// concurrent use.
+// the current trace ID and span ID. The zero value is ready; it is not
+// safe for concurrent use.
 type encCache struct {
 	sec     int64 // Unix second of secText, when secOK
 	secOK   bool
@@ -147,6 +147,9 @@ type encCache struct {
 	tid     trace.TraceID
 	tidOK   bool
 	tidHex  [32]byte
+	sid     trace.SpanID // and of the current span ID: a span's events follow each other
+	sidOK   bool
+	sidHex  [16]byte
 	// marks holds where the last line encoded through the cache has its
 	// identifying fields (see the mark* indexes), so that the journal's
 	// copy can leave them out (appendJournalLocked).
@@ -197,14 +200,22 @@ func newEncCache(red *Redactor) encCache {
 }
 
 // appendField appends key and s as appendStr does with red, through the
-// cached encoding of the last s of field f.
+// cached encoding of the last s of field f. As in appendStr, the test
+// for an empty s is inlined into the caller.
 func (c *encCache) appendField(dst []byte, f int, key, s string, red *Redactor) []byte {
-	if c == nil || !c.fieldsOK || s == "" || len(s) > fieldEncMax {
-		return appendStr(dst, key, s, red)
+	if s == "" {
+		return dst
+	}
+	return c.appendFieldValue(dst, f, key, s, red)
+}
+
+func (c *encCache) appendFieldValue(dst []byte, f int, key, s string, red *Redactor) []byte {
+	if c == nil || !c.fieldsOK || len(s) > fieldEncMax {
+		return appendStrValue(dst, key, s, red)
 	}
 	e := &c.fields[f]
 	if len(e.enc) == 0 || e.n != len(s) || string(e.val[:e.n]) != s {
-		e.enc = appendStr(e.enc[:0], key, s, red)
+		e.enc = appendStrValue(e.enc[:0], key, s, red)
 		e.n = copy(e.val[:], s)
 	}
 	return append(dst, e.enc...)
@@ -298,6 +309,18 @@ func (c *encCache) appendTraceID(dst []byte, id trace.TraceID) []byte {
 	return append(dst, c.tidHex[:]...)
 }
 
+// appendSpanID appends the hex of id.
+func (c *encCache) appendSpanID(dst []byte, id trace.SpanID) []byte {
+	if c == nil {
+		return hex.AppendEncode(dst, id[:])
+	}
+	if !c.sidOK || id != c.sid {
+		hex.Encode(c.sidHex[:], id[:])
+		c.sid, c.sidOK = id, true
+	}
+	return append(dst, c.sidHex[:]...)
+}
+
 // appendEventCached is appendEvent with the shared parts formatted
 // through c (nil formats everything).
 func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
@@ -331,7 +354,7 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 		dst = append(dst, '"')
 		c.mark(markTraceEnd, dst)
 		dst = append(dst, `,"span_id":"`...)
-		dst = hex.AppendEncode(dst, sid[:])
+		dst = c.appendSpanID(dst, sid)
 		dst = append(dst, '"')
 	} else {
 		dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)
@@ -377,10 +400,17 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	return append(dst, "}\n"...)
 }
 
+// appendStr appends key and s, redacted by red (when not nil) and
+// escaped, unless s is empty. Most of an event's fields are empty: the
+// test is inlined into the caller, the work is not.
 func appendStr(dst []byte, key, s string, red *Redactor) []byte {
 	if s == "" {
 		return dst
 	}
+	return appendStrValue(dst, key, s, red)
+}
+
+func appendStrValue(dst []byte, key, s string, red *Redactor) []byte {
 	if red != nil {
 		s = red.String(s)
 	}

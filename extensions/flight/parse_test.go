@@ -119,6 +119,7 @@ func TestEncCache(t *testing.T) {
 	base := time.Date(2026, 12, 2, 9, 40, 44, 729733638, time.FixedZone("x", 3600))
 	nanos := []int{0, 1, 10, 100, 999999999, 500000000, 729733638, 729733600, 120000000}
 	tids := []trace.TraceID{{1, 2, 3}, {1, 2, 3}, {0xff, 0xee}}
+	sids := []trace.SpanID{{4, 5}, {4, 5}, {4, 5}, {0xab, 0xcd}}
 	for i := 0; i < 200; i++ {
 		tm := base.Add(time.Duration(i) * 337 * time.Millisecond)
 		tm = time.Date(tm.Year(), tm.Month(), tm.Day(), tm.Hour(), tm.Minute(), tm.Second(), nanos[i%len(nanos)], tm.Location())
@@ -128,6 +129,10 @@ func TestEncCache(t *testing.T) {
 		tid := tids[i%len(tids)]
 		if got, want := string(c.appendTraceID(nil, tid)), hex.EncodeToString(tid[:]); got != want {
 			t.Fatalf("trace ID: got %s, want %s", got, want)
+		}
+		sid := sids[i%len(sids)]
+		if got, want := string(c.appendSpanID(nil, sid)), hex.EncodeToString(sid[:]); got != want {
+			t.Fatalf("span ID: got %s, want %s", got, want)
 		}
 	}
 	for _, tm := range []time.Time{{}, time.Date(12000, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(999, 12, 31, 23, 59, 59, 9, time.UTC),
