@@ -29,19 +29,15 @@ type weatherIn struct {
 	City string `json:"city"`
 }
 
-func weatherTool() *harness.Tool {
-	return harness.MustTool(harness.NewTool("weather", "Weather of a city.",
-		func(_ context.Context, in weatherIn) (string, error) { return "sunny in " + in.City, nil }))
-}
-
 // spillCity is the city whose weather, in BenchmarkFullStack's set-up, is
 // a result over the spill threshold.
 const spillCity = "spill"
 
-// spillingWeatherTool is weatherTool with the same definition (name,
-// description, input schema), whose result for spillCity is long (2 KB,
-// over a 1 KB spill threshold).
-func spillingWeatherTool() *harness.Tool {
+// weatherTool is every BenchmarkFullStack variant's one tool: the
+// measured runs of all variants send the model the same tool definition.
+// Its result for spillCity is long (2 KB, over a 1 KB spill threshold),
+// for the set-up's spills; for other cities it is short.
+func weatherTool() *harness.Tool {
 	big := strings.Repeat("a spilled result line\n", 100)
 	return harness.MustTool(harness.NewTool("weather", "Weather of a city.",
 		func(_ context.Context, in weatherIn) (string, error) {
@@ -73,10 +69,10 @@ func (p *switchProvider) Generate(ctx context.Context, req *harness.ModelRequest
 // directory; its span processor registers itself on the tracing
 // extension's provider, as it does for a user). The "spills-2000" variant
 // first spills 2,000 results, so the session and the artifact lists are
-// long: a run must cost the same. Both recorder variants' agents have
-// traced-only's one tool, its definition unchanged (the set-up's results
-// come from it, for one city), so that the measured runs differ from
-// traced-only's by the stack alone.
+// long: a run must cost the same. All three variants' agents have the
+// same one tool (weatherTool; the set-up's results come from it, for one
+// city), so that the measured runs differ from traced-only's by the stack
+// alone.
 //
 // Each variant also reports cpu-ns/op: the CPU time of the whole process
 // (every goroutine and thread, user and system: the recorder's writer and
@@ -118,9 +114,7 @@ func BenchmarkFullStack(b *testing.B) {
 			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 
 			// Setup: 20 steps of 100 calls of the weather tool for the city
-			// whose result (2 KB) is over the spill threshold (1 KB). The
-			// agent has traced-only's one tool, with the same definition:
-			// the measured runs send the model the same tool definitions.
+			// whose result (2 KB) is over the spill threshold (1 KB).
 			var setup []harnesstest.Response
 			for step := 0; step < spills/100; step++ {
 				var calls []harness.ToolCall
@@ -139,7 +133,7 @@ func BenchmarkFullStack(b *testing.B) {
 			sp := spill.New(spill.WithThreshold(1000))
 			a, err := harness.New(harness.WithProvider(prov), harness.WithModel("m"),
 				harness.WithLogger(slog.New(slog.DiscardHandler)),
-				harness.WithTools(spillingWeatherTool()),
+				harness.WithTools(weatherTool()),
 				harness.WithExtensions(tracing.New(tracing.WithTracerProvider(tp)), sp, rec))
 			if err != nil {
 				b.Fatal(err)
