@@ -137,9 +137,9 @@ func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 }
 
 // encCache keeps what consecutive events share, so that the recorder's
-// hot path formats it once: the text of the current second and the hex of
-// the current trace ID and span ID. The zero value is ready; it is not
-// safe for concurrent use.
+// hot path formats it once: the text of the current second, the hex of
+// the current trace ID and span ID, and the hex of the last two prefix
+// keys. The zero value is ready; it is not safe for concurrent use.
 type encCache struct {
 	sec     int64 // Unix second of secText, when secOK
 	secOK   bool
@@ -150,6 +150,10 @@ type encCache struct {
 	sid     trace.SpanID // and of the current span ID: a span's events follow each other
 	sidOK   bool
 	sidHex  [16]byte
+	// prefixes holds the hex of the last two prompt-cache prefix keys;
+	// prefixNext is the one to replace next.
+	prefixes   [2]prefixHex
+	prefixNext int
 	// marks holds where the last line encoded through the cache has its
 	// identifying fields (see the mark* indexes), so that the journal's
 	// copy can leave them out (appendJournalLocked).
@@ -158,16 +162,28 @@ type encCache struct {
 	// encoding with their keys.
 	keyed    [3]string
 	keyedEnc [3][]byte
-	// fields holds the redacted encoding of the last value of each of
-	// the short fields that repeat from event to event (by field*), when
-	// fieldsOK: the redactor's result depends on the text alone.
-	fields   [numFields]fieldEnc
-	fieldsOK bool
+	// fields holds the redacted encodings of the last two values of each
+	// of the short fields that repeat from event to event (by field*),
+	// when fieldsOK: the redactor's result depends on the text alone.
+	// Two, because a field often alternates between two values: the
+	// stop reason of a run's tool call and of its answer, the status of
+	// a tool result and of the run's end. fieldNext says which of a
+	// field's two entries a new value replaces.
+	fields    [numFields][2]fieldEnc
+	fieldNext [numFields]uint8
+	fieldsOK  bool
+}
+
+// prefixHex is a prefix key with its hex.
+type prefixHex struct {
+	h   harness.Hash
+	ok  bool
+	hex [64]byte
 }
 
 // The fields of encCache.fields: values that recur across the events of
-// an agent (one kind among a dozen, the model, the tool, the call ID of a
-// tool call and its result, …).
+// an agent (a kind other than the recorder's, the model, the tool, the
+// call ID of a tool call and its result, …).
 const (
 	fieldKind = iota
 	fieldStatus
@@ -179,7 +195,7 @@ const (
 	numFields
 )
 
-// fieldEnc is the encoding, key included, of the last value of one field
+// fieldEnc is the encoding, key included, of a recent value of one field
 // (redacted, escaped): an equal value is appended without being redacted
 // or escaped again. The value is kept as a copy, never as the string it
 // came in: a view of bytes that change later (bytesView) must not make a
@@ -200,8 +216,8 @@ func newEncCache(red *Redactor) encCache {
 }
 
 // appendField appends key and s as appendStr does with red, through the
-// cached encoding of the last s of field f. As in appendStr, the test
-// for an empty s is inlined into the caller.
+// cached encodings of the last two values of field f. As in appendStr,
+// the test for an empty s is inlined into the caller.
 func (c *encCache) appendField(dst []byte, f int, key, s string, red *Redactor) []byte {
 	if s == "" {
 		return dst
@@ -213,11 +229,16 @@ func (c *encCache) appendFieldValue(dst []byte, f int, key, s string, red *Redac
 	if c == nil || !c.fieldsOK || len(s) > fieldEncMax {
 		return appendStrValue(dst, key, s, red)
 	}
-	e := &c.fields[f]
-	if len(e.enc) == 0 || e.n != len(s) || string(e.val[:e.n]) != s {
-		e.enc = appendStrValue(e.enc[:0], key, s, red)
-		e.n = copy(e.val[:], s)
+	es := &c.fields[f]
+	for i := range es {
+		if e := &es[i]; len(e.enc) > 0 && e.n == len(s) && string(e.val[:e.n]) == s {
+			return append(dst, e.enc...)
+		}
 	}
+	e := &es[c.fieldNext[f]]
+	c.fieldNext[f] ^= 1
+	e.enc = appendStrValue(e.enc[:0], key, s, red)
+	e.n = copy(e.val[:], s)
 	return append(dst, e.enc...)
 }
 
@@ -274,19 +295,36 @@ func (c *encCache) appendTime(dst []byte, t time.Time) []byte {
 	}
 	dst = append(dst, c.secText[:]...)
 	if ns := t.Nanosecond(); ns != 0 {
-		var frac [10]byte
-		frac[0] = '.'
-		for i := 9; i >= 1; i-- {
-			frac[i] = byte('0' + ns%10)
-			ns /= 10
-		}
-		n := 10
-		for frac[n-1] == '0' {
-			n--
-		}
-		dst = append(dst, frac[:n]...)
+		return appendFrac(dst, ns)
 	}
 	return append(dst, 'Z')
+}
+
+// digitPairs holds "00" to "99".
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendFrac appends ".", the nanoseconds ns (1 to 999,999,999) as nine
+// digits without their trailing zeros, and "Z": RFC 3339's fraction as
+// time.RFC3339Nano writes it. It writes two digits a step.
+func appendFrac(dst []byte, ns int) []byte {
+	u := uint32(ns) // unsigned: division by constants without sign fix-ups
+	var frac [11]byte
+	frac[0] = '.'
+	frac[1] = byte('0' + u/100000000)
+	u %= 100000000
+	for i := 8; i >= 2; i -= 2 {
+		d := u % 100 * 2
+		frac[i], frac[i+1] = digitPairs[d], digitPairs[d+1]
+		u /= 100
+	}
+	n := 10
+	for frac[n-1] == '0' {
+		n--
+	}
+	frac[n] = 'Z'
+	return append(dst, frac[:n+1]...)
 }
 
 // mark notes that the field m of the line being encoded into dst starts
@@ -321,6 +359,25 @@ func (c *encCache) appendSpanID(dst []byte, id trace.SpanID) []byte {
 	return append(dst, c.sidHex[:]...)
 }
 
+// appendPrefix appends the hex of the prefix key h. A run's model
+// requests repeat the keys of the run before (its first request's key is
+// the last run's first, and so on), so the cache keeps the last two.
+func (c *encCache) appendPrefix(dst []byte, h *harness.Hash) []byte {
+	if c == nil {
+		return hex.AppendEncode(dst, h[:])
+	}
+	for i := range c.prefixes {
+		if p := &c.prefixes[i]; p.ok && p.h == *h {
+			return append(dst, p.hex[:]...)
+		}
+	}
+	p := &c.prefixes[c.prefixNext]
+	c.prefixNext ^= 1
+	p.h, p.ok = *h, true
+	hex.Encode(p.hex[:], h[:])
+	return append(dst, p.hex[:]...)
+}
+
 // appendEventCached is appendEvent with the shared parts formatted
 // through c (nil formats everything).
 func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
@@ -328,9 +385,12 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	dst = strconv.AppendUint(dst, e.Seq, 10)
 	dst = append(dst, `,"time":"`...)
 	dst = c.appendTime(dst, e.Time)
-	if e.Kind == "" {
+	switch k := kindJSON(e.Kind); {
+	case k != "":
+		dst = append(dst, k...)
+	case e.Kind == "":
 		dst = append(dst, `","kind":""`...)
-	} else {
+	default:
 		dst = append(dst, '"')
 		dst = c.appendField(dst, fieldKind, `,"kind":`, string(e.Kind), nil)
 	}
@@ -370,7 +430,7 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	dst = appendInt(dst, `,"messages":`, int64(e.Messages))
 	if e.Prefix == "" && e.hasPrefix {
 		dst = append(dst, `,"prefix":"`...)
-		dst = hex.AppendEncode(dst, e.prefix[:])
+		dst = c.appendPrefix(dst, &e.prefix)
 		dst = append(dst, '"')
 	} else {
 		dst = appendStr(dst, `,"prefix":`, e.Prefix, nil)
@@ -398,6 +458,40 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	dst = appendStr(dst, `,"reason":`, e.Reason, red)
 	dst = appendStr(dst, `,"path":`, e.Path, red)
 	return append(dst, "}\n"...)
+}
+
+// kindJSON returns the encoding of the kind k, from the closing quote of
+// the time before it, for the recorder's own kinds; "" for another. The
+// kind changes from one event to the next, so a cache of the last one
+// (encCache.fields) would encode it at every event.
+func kindJSON(k Kind) string {
+	switch k {
+	case KindRunStart:
+		return `","kind":"run_start"`
+	case KindRunEnd:
+		return `","kind":"run_end"`
+	case KindModelRequest:
+		return `","kind":"model_request"`
+	case KindModelResponse:
+		return `","kind":"model_response"`
+	case KindToolCall:
+		return `","kind":"tool_call"`
+	case KindToolResult:
+		return `","kind":"tool_result"`
+	case KindApproval:
+		return `","kind":"approval"`
+	case KindError:
+		return `","kind":"error"`
+	case KindHookFailed:
+		return `","kind":"hook_failed"`
+	case KindExtensionError:
+		return `","kind":"extension_error"`
+	case KindIncident:
+		return `","kind":"incident"`
+	case KindRecovered:
+		return `","kind":"recovered"`
+	}
+	return ""
 }
 
 // appendStr appends key and s, redacted by red (when not nil) and

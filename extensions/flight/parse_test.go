@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harnessx/harnessx/harness"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -111,15 +112,16 @@ func TestPartsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestEncCache checks that the recorder's cached formatting of times and
-// trace IDs writes what the uncached encoding writes, across seconds,
-// trace changes and fractions with trailing zeros.
+// TestEncCache checks that the recorder's cached formatting of times,
+// trace and span IDs and prefix keys writes what the uncached encoding
+// writes, across seconds, ID changes and fractions with trailing zeros.
 func TestEncCache(t *testing.T) {
 	var c encCache
 	base := time.Date(2026, 12, 2, 9, 40, 44, 729733638, time.FixedZone("x", 3600))
-	nanos := []int{0, 1, 10, 100, 999999999, 500000000, 729733638, 729733600, 120000000}
+	nanos := []int{0, 1, 10, 100, 999999999, 500000000, 729733638, 729733600, 120000000, 12345678, 100000001, 90000, 5}
 	tids := []trace.TraceID{{1, 2, 3}, {1, 2, 3}, {0xff, 0xee}}
 	sids := []trace.SpanID{{4, 5}, {4, 5}, {4, 5}, {0xab, 0xcd}}
+	prefixes := []harness.Hash{{1}, {2}, {3}, {1, 0xff}, {31: 7}}
 	for i := 0; i < 200; i++ {
 		tm := base.Add(time.Duration(i) * 337 * time.Millisecond)
 		tm = time.Date(tm.Year(), tm.Month(), tm.Day(), tm.Hour(), tm.Minute(), tm.Second(), nanos[i%len(nanos)], tm.Location())
@@ -133,6 +135,15 @@ func TestEncCache(t *testing.T) {
 		sid := sids[i%len(sids)]
 		if got, want := string(c.appendSpanID(nil, sid)), hex.EncodeToString(sid[:]); got != want {
 			t.Fatalf("span ID: got %s, want %s", got, want)
+		}
+		// Two keys that alternate, then a third now and then: the
+		// cache keeps two.
+		pre := prefixes[i%2]
+		if i%5 == 4 {
+			pre = prefixes[2+i%3]
+		}
+		if got, want := string(c.appendPrefix(nil, &pre)), hex.EncodeToString(pre[:]); got != want {
+			t.Fatalf("prefix key %d: got %s, want %s", i, got, want)
 		}
 	}
 	for _, tm := range []time.Time{{}, time.Date(12000, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(999, 12, 31, 23, 59, 59, 9, time.UTC),
@@ -155,15 +166,15 @@ func TestEncCache(t *testing.T) {
 // TestEncCacheFields checks that the cached encodings of the fields that
 // repeat from event to event (kind, status, model, provider, stop reason,
 // tool, call ID) write what the uncached encoding writes, redaction
-// included: for repeated, changed, empty, escaped, secret and long values,
-// and for a value that is a view of bytes changed in place between two
+// included: for repeated, alternating, changed, empty, escaped, secret and
+// long values, and for a value that is a view of bytes changed in place between two
 // events; and that a redactor with custom functions, whose result may
 // depend on more than the text, is called for every value.
 func TestEncCacheFields(t *testing.T) {
 	secret := "sk-ant-api03-" + strings.Repeat("x", 40)
 	long := strings.Repeat("m", fieldEncMax+1)
 	view := []byte("tool_a")
-	values := []string{"m", "m", "", "m2", `q"é`, secret, secret, long, long, "m"}
+	values := []string{"m", "m", "", "m2", `q"é`, secret, secret, long, long, "m", "a", "b", "a", "b", "c", "a", "b", "c", "c"}
 	for _, red := range []*Redactor{nil, NewRedactor(nil)} {
 		c := newEncCache(red)
 		if !c.fieldsOK {
@@ -198,6 +209,32 @@ func TestEncCacheFields(t *testing.T) {
 		line := string(appendEventCached(nil, &Event{Kind: KindToolCall, Tool: "t"}, counting, &c))
 		if !strings.Contains(line, fmt.Sprintf(`"tool":"t%d"`, i)) {
 			t.Fatalf("event %d with a custom redactor: %s", i, line)
+		}
+	}
+}
+
+// TestKindJSON checks the recorder's kinds' fixed encodings against
+// encoding/json's, and that an event of another kind is encoded as
+// encoding/json encodes it.
+func TestKindJSON(t *testing.T) {
+	kinds := []Kind{KindRunStart, KindRunEnd, KindModelRequest, KindModelResponse, KindToolCall, KindToolResult,
+		KindApproval, KindError, KindHookFailed, KindExtensionError, KindIncident, KindRecovered}
+	for _, k := range kinds {
+		q, _ := json.Marshal(k)
+		if got, want := kindJSON(k), `","kind":`+string(q); got != want {
+			t.Errorf("kindJSON(%q) = %s, want %s", k, got, want)
+		}
+	}
+	var c encCache
+	for _, k := range []Kind{"custom", `odd"kind`, KindToolCall, "custom"} {
+		e := Event{Seq: 3, Time: time.Date(2026, 12, 3, 1, 2, 3, 0, time.UTC), Kind: k}
+		got := appendEventCached(nil, &e, nil, &c)
+		want, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want)+"\n" {
+			t.Errorf("kind %q: got %s, want %s", k, got, want)
 		}
 	}
 }
