@@ -45,9 +45,16 @@ import (
 // it is.
 
 func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, enc *spanEnc) ([]byte, bool) {
+	return appendSpanRecordOf(b, s, s.SpanContext(), enc)
+}
+
+// appendSpanRecordOf is appendSpanRecord for a caller that has the span's
+// context already: each of the SDK's span getters copies the whole span
+// (their receivers are values), so the record asks each once.
+func appendSpanRecordOf(b []byte, s sdktrace.ReadOnlySpan, sc trace.SpanContext, enc *spanEnc) ([]byte, bool) {
 	enc.nrefs = 0
 	ok := true
-	b = appendSpanContext(b, s.SpanContext())
+	b = appendSpanContext(b, sc)
 	b = appendSpanContext(b, s.Parent())
 	b = append(b, byte(s.SpanKind()))
 	b = appendTime(b, s.StartTime())
