@@ -118,7 +118,11 @@ func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool, enc *spanEnc) ([]b
 	b = binary.AppendUvarint(b, uint64(len(kvs)))
 	for i := range kvs {
 		kv := &kvs[i]
-		num, numbered := enc.keys.number(string(kv.Key))
+		e, numbered := enc.keys.lookup(string(kv.Key))
+		num := e.num
+		if !numbered {
+			num, numbered = enc.keys.numberSlow(string(kv.Key), e)
+		}
 		if numbered {
 			b = binary.AppendUvarint(b, uint64(num)+1)
 		} else {
@@ -519,11 +523,25 @@ const maxSpanKeys = 4096
 // number returns k's number, numbering it if it is new; false when the
 // numbers are used up.
 func (ks *spanKeys) number(k string) (uint32, bool) {
-	p := unsafe.StringData(k)
-	e := &ks.fast[(uintptr(unsafe.Pointer(p))>>3^uintptr(len(k)))&255]
-	if unsafe.StringData(e.key) == p && len(e.key) == len(k) && p != nil {
+	e, hit := ks.lookup(k)
+	if hit {
 		return e.num, true
 	}
+	return ks.numberSlow(k, e)
+}
+
+// lookup returns k's entry in the address cache and whether it holds k's
+// number. It is small enough to be inlined into appendAttrs, which asks
+// for every attribute's key (number, with its call, is not).
+func (ks *spanKeys) lookup(k string) (*fastKey, bool) {
+	p := unsafe.StringData(k)
+	e := &ks.fast[uint8(uintptr(unsafe.Pointer(p))>>3^uintptr(len(k)))]
+	return e, unsafe.StringData(e.key) == p && len(e.key) == len(k) && p != nil
+}
+
+// numberSlow is number for a key not in the address cache, whose entry
+// for it is e.
+func (ks *spanKeys) numberSlow(k string, e *fastKey) (uint32, bool) {
 	n, ok := ks.index[k]
 	if !ok {
 		if len(ks.names) >= maxSpanKeys {
