@@ -138,8 +138,8 @@ func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 
 // encCache keeps what consecutive events share, so that the recorder's
 // hot path formats it once: the text of the current second, the hex of
-// the current trace ID and span ID, and the hex of the last two prefix
-// keys. The zero value is ready; it is not safe for concurrent use.
+// the current trace ID and span ID, the hex of the last two prefix keys,
+// and the digits of the last event number (the next is one more). The zero value is ready; it is not safe for concurrent use.
 type encCache struct {
 	sec     int64 // Unix second of secText, when secOK
 	secOK   bool
@@ -150,6 +150,11 @@ type encCache struct {
 	sid     trace.SpanID // and of the current span ID: a span's events follow each other
 	sidOK   bool
 	sidHex  [16]byte
+	// seq is the last event number encoded, seqText[:seqLen] its digits
+	// (seqLen 0: none yet).
+	seq     uint64
+	seqText [20]byte
+	seqLen  int
 	// prefixes holds the hex of the last two prompt-cache prefix keys;
 	// prefixNext is the one to replace next.
 	prefixes   [2]prefixHex
@@ -359,6 +364,33 @@ func (c *encCache) appendSpanID(dst []byte, id trace.SpanID) []byte {
 	return append(dst, c.sidHex[:]...)
 }
 
+// appendSeq appends n in decimal. The recorder numbers its events one
+// after another, so the cache keeps the last number's digits and counts
+// them up by one instead of formatting the next.
+func (c *encCache) appendSeq(dst []byte, n uint64) []byte {
+	if c == nil {
+		return strconv.AppendUint(dst, n, 10)
+	}
+	if n != c.seq+1 || n == 0 || c.seqLen == 0 {
+		c.seqLen = copy(c.seqText[:], strconv.AppendUint(c.seqText[:0], n, 10))
+	} else {
+		i := c.seqLen - 1
+		for i >= 0 && c.seqText[i] == '9' {
+			c.seqText[i] = '0'
+			i--
+		}
+		if i >= 0 {
+			c.seqText[i]++
+		} else { // 99…9 + 1: one digit more
+			copy(c.seqText[1:], c.seqText[:c.seqLen])
+			c.seqText[0] = '1'
+			c.seqLen++
+		}
+	}
+	c.seq = n
+	return append(dst, c.seqText[:c.seqLen]...)
+}
+
 // appendPrefix appends the hex of the prefix key h. A run's model
 // requests repeat the keys of the run before (its first request's key is
 // the last run's first, and so on), so the cache keeps the last two.
@@ -382,7 +414,7 @@ func (c *encCache) appendPrefix(dst []byte, h *harness.Hash) []byte {
 // through c (nil formats everything).
 func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	dst = append(dst, `{"seq":`...)
-	dst = strconv.AppendUint(dst, e.Seq, 10)
+	dst = c.appendSeq(dst, e.Seq)
 	dst = append(dst, `,"time":"`...)
 	dst = c.appendTime(dst, e.Time)
 	switch k := kindJSON(e.Kind); {

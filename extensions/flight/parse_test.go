@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,8 +114,9 @@ func TestPartsRoundTrip(t *testing.T) {
 }
 
 // TestEncCache checks that the recorder's cached formatting of times,
-// trace and span IDs and prefix keys writes what the uncached encoding
-// writes, across seconds, ID changes and fractions with trailing zeros.
+// trace and span IDs, prefix keys and event numbers writes what the
+// uncached encoding writes, across seconds, ID changes, fractions with
+// trailing zeros and the carries of counting up.
 func TestEncCache(t *testing.T) {
 	var c encCache
 	base := time.Date(2026, 12, 2, 9, 40, 44, 729733638, time.FixedZone("x", 3600))
@@ -144,6 +146,18 @@ func TestEncCache(t *testing.T) {
 		}
 		if got, want := string(c.appendPrefix(nil, &pre)), hex.EncodeToString(pre[:]); got != want {
 			t.Fatalf("prefix key %d: got %s, want %s", i, got, want)
+		}
+	}
+	// Event numbers: counted up across the digits' carries, after a
+	// jump, down, and at the ends of uint64.
+	var seqs []uint64
+	for n := uint64(0); n <= 1100; n++ {
+		seqs = append(seqs, n)
+	}
+	seqs = append(seqs, 99999, 100000, 100001, 7, 8, 1<<64-2, 1<<64-1, 0, 1, 1<<64-1)
+	for _, n := range seqs {
+		if got, want := string(c.appendSeq(nil, n)), strconv.FormatUint(n, 10); got != want {
+			t.Fatalf("event number %d: got %s", n, got)
 		}
 	}
 	for _, tm := range []time.Time{{}, time.Date(12000, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(999, 12, 31, 23, 59, 59, 9, time.UTC),
