@@ -121,7 +121,7 @@ func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool, enc *spanEnc) ([]b
 		e, numbered := enc.keys.lookup(string(kv.Key))
 		num := e.num
 		if !numbered {
-			num, numbered = enc.keys.numberSlow(string(kv.Key), e)
+			num, numbered = enc.keys.number(string(kv.Key))
 		}
 		if numbered {
 			b = binary.AppendUvarint(b, uint64(num)+1)
@@ -527,21 +527,6 @@ func (ks *spanKeys) number(k string) (uint32, bool) {
 	if hit {
 		return e.num, true
 	}
-	return ks.numberSlow(k, e)
-}
-
-// lookup returns k's entry in the address cache and whether it holds k's
-// number. It is small enough to be inlined into appendAttrs, which asks
-// for every attribute's key (number, with its call, is not).
-func (ks *spanKeys) lookup(k string) (*fastKey, bool) {
-	p := unsafe.StringData(k)
-	e := &ks.fast[uint8(uintptr(unsafe.Pointer(p))>>3^uintptr(len(k)))]
-	return e, unsafe.StringData(e.key) == p && len(e.key) == len(k) && p != nil
-}
-
-// numberSlow is number for a key not in the address cache, whose entry
-// for it is e.
-func (ks *spanKeys) numberSlow(k string, e *fastKey) (uint32, bool) {
 	n, ok := ks.index[k]
 	if !ok {
 		if len(ks.names) >= maxSpanKeys {
@@ -557,6 +542,16 @@ func (ks *spanKeys) numberSlow(k string, e *fastKey) (uint32, bool) {
 	}
 	*e = fastKey{key: k, num: n}
 	return n, true
+}
+
+// lookup returns k's entry in the address cache and whether it holds k's
+// number. It is small enough to be inlined into appendAttrs, which asks
+// for every attribute's key and calls number only on a miss (number,
+// with its map, is not inlined).
+func (ks *spanKeys) lookup(k string) (*fastKey, bool) {
+	p := unsafe.StringData(k)
+	e := &ks.fast[uint8(uintptr(unsafe.Pointer(p))>>3^uintptr(len(k)))]
+	return e, unsafe.StringData(e.key) == p && len(e.key) == len(k) && p != nil
 }
 
 // spanEnc is what encoding span records takes beside the span: the key
