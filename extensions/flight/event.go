@@ -139,7 +139,8 @@ func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 // encCache keeps what consecutive events share, so that the recorder's
 // hot path formats it once: the text of the current second, the hex of
 // the current trace ID and span ID, the hex of the last two prefix keys,
-// and the digits of the last event number (the next is one more). The zero value is ready; it is not safe for concurrent use.
+// and the digits of the last event number (the next is one more). The
+// zero value is ready; it is not safe for concurrent use.
 type encCache struct {
 	sec     int64 // Unix second of secText, when secOK
 	secOK   bool
