@@ -118,8 +118,7 @@ func appendAttrs(b []byte, kvs []attribute.KeyValue, ok bool, enc *spanEnc) ([]b
 	b = binary.AppendUvarint(b, uint64(len(kvs)))
 	for i := range kvs {
 		kv := &kvs[i]
-		e, numbered := enc.keys.lookup(string(kv.Key))
-		num := e.num
+		num, numbered := enc.keys.lookup(string(kv.Key))
 		if !numbered {
 			num, numbered = enc.keys.number(string(kv.Key))
 		}
@@ -507,15 +506,29 @@ type spanKeys struct {
 	names []string // by number
 	index map[string]uint32
 	// fast caches numbers by the address of the key's bytes, so that a
-	// constant key is found without hashing or comparing its bytes. An
-	// entry holds the key it was found for, so that its bytes cannot be
-	// freed and their address reused by another key.
-	fast [256]fastKey
+	// constant key is found without hashing or comparing its bytes: a set
+	// of two entries for each hash of the address. With one entry a hash,
+	// keys that share it take turns and miss at every span (a traced
+	// agent's spans have some sixty keys: in BenchmarkFullStack four
+	// pairs of them shared an entry of 256, ten map look-ups a run). An
+	// entry holds the address of the bytes it was found for, so that
+	// they cannot be freed and their address reused by another key.
+	fast [keySets][2]fastKey
 }
 
 type fastKey struct {
-	key string
+	p   unsafe.Pointer // the key's bytes
+	n1  uint32         // its length + 1; 0: an empty entry, which no key matches
 	num uint32
+}
+
+// keySets is the number of sets of spanKeys' address cache.
+const keySets = 256
+
+// keySet returns the set of the key whose bytes are at p, of length
+// n1-1.
+func keySet(p unsafe.Pointer, n1 int) uint8 {
+	return uint8((uint64(uintptr(p)) + uint64(n1)) * 0x9e3779b97f4a7c15 >> 56)
 }
 
 const maxSpanKeys = 4096
@@ -523,9 +536,8 @@ const maxSpanKeys = 4096
 // number returns k's number, numbering it if it is new; false when the
 // numbers are used up.
 func (ks *spanKeys) number(k string) (uint32, bool) {
-	e, hit := ks.lookup(k)
-	if hit {
-		return e.num, true
+	if n, hit := ks.lookup(k); hit {
+		return n, true
 	}
 	n, ok := ks.index[k]
 	if !ok {
@@ -540,18 +552,28 @@ func (ks *spanKeys) number(k string) (uint32, bool) {
 		ks.names = append(ks.names, name)
 		ks.index[name] = n
 	}
-	*e = fastKey{key: k, num: n}
+	if uint64(len(k)) < math.MaxUint32 {
+		// The newest first: the older entry of the set gives way.
+		p := unsafe.Pointer(unsafe.StringData(k))
+		set := &ks.fast[keySet(p, len(k)+1)]
+		set[1], set[0] = set[0], fastKey{p: p, n1: uint32(len(k)) + 1, num: n}
+	}
 	return n, true
 }
 
-// lookup returns k's entry in the address cache and whether it holds k's
-// number. It is small enough to be inlined into appendAttrs, which asks
+// lookup returns k's number from the address cache, false when it is not
+// there. It is small enough to be inlined into appendAttrs, which asks
 // for every attribute's key and calls number only on a miss (number,
 // with its map, is not inlined).
-func (ks *spanKeys) lookup(k string) (*fastKey, bool) {
-	p := unsafe.StringData(k)
-	e := &ks.fast[uint8(uintptr(unsafe.Pointer(p))>>3^uintptr(len(k)))]
-	return e, unsafe.StringData(e.key) == p && len(e.key) == len(k) && p != nil
+func (ks *spanKeys) lookup(k string) (uint32, bool) {
+	p, n1 := unsafe.Pointer(unsafe.StringData(k)), len(k)+1
+	set := &ks.fast[keySet(p, n1)]
+	for i := range set {
+		if e := &set[i]; e.p == p && int(e.n1) == n1 {
+			return e.num, true
+		}
+	}
+	return 0, false
 }
 
 // spanEnc is what encoding span records takes beside the span: the key

@@ -283,6 +283,71 @@ func TestSpanRecordKeys(t *testing.T) {
 	}
 }
 
+// TestSpanKeyCache checks spanKeys' address cache: two keys whose bytes'
+// addresses share a set are both found there (with one entry a set they
+// took turns), a third in the set makes the older give way and is then
+// numbered from the map, and a key that starts at another key's address
+// (a prefix of it) is told apart by its length.
+func TestSpanKeyCache(t *testing.T) {
+	var ks spanKeys
+	buf := []byte(strings.Repeat("abcdefghijklmnop", 4096))
+	key := func(off, n int) string { return unsafe.String(&buf[off], n) }
+	// Three keys of one set, with distinct bytes.
+	var same []string
+	set := func(k string) uint8 { return keySet(unsafe.Pointer(unsafe.StringData(k)), len(k)+1) }
+	want := set(key(0, 8))
+	for off := 1; len(same) < 3 && off+8 < len(buf); off++ {
+		if k := key(off, 8); set(k) == want && !slices.Contains(same, k) {
+			same = append(same, k)
+		}
+	}
+	if len(same) < 3 {
+		t.Fatal("no three keys of one set")
+	}
+	n0, _ := ks.number(same[0])
+	n1, _ := ks.number(same[1])
+	for i, k := range same[:2] {
+		if n, hit := ks.lookup(k); !hit || n != []uint32{n0, n1}[i] {
+			t.Errorf("key %d of a set of two: lookup = %d, %v; want %d, true", i, n, hit, []uint32{n0, n1}[i])
+		}
+	}
+	n2, _ := ks.number(same[2])
+	if _, hit := ks.lookup(same[0]); hit {
+		t.Error("the oldest key of a set is still cached after two newer ones")
+	}
+	if n, hit := ks.lookup(same[2]); !hit || n != n2 {
+		t.Errorf("the newest key: lookup = %d, %v; want %d, true", n, hit, n2)
+	}
+	if n, _ := ks.number(same[0]); n != n0 {
+		t.Errorf("a key out of the cache numbered %d again, was %d", n, n0)
+	}
+
+	// A prefix starts at the same address; one whose length gives it the
+	// key's set is compared with the key.
+	var long, short string
+	for off := 100; short == "" && off < len(buf)-300; off++ {
+		for n := 1; n < 300; n++ {
+			if set(key(off, n)) == set(key(off, 300)) {
+				long, short = key(off, 300), key(off, n)
+				break
+			}
+		}
+	}
+	if short == "" {
+		t.Fatal("no prefix in its key's set")
+	}
+	nl, _ := ks.number(long)
+	if n, hit := ks.lookup(short); hit && n == nl {
+		t.Errorf("a prefix of a cached key is found as the key (number %d)", n)
+	}
+	if ns, _ := ks.number(short); ns == nl || ks.names[ns] != short {
+		t.Errorf("a prefix numbered %d (%q), the key %d", ns, ks.names[ns], nl)
+	}
+	if n, hit := ks.lookup(long); !hit || n != nl {
+		t.Errorf("the key after its prefix: lookup = %d, %v; want %d, true", n, hit, nl)
+	}
+}
+
 // TestSpanValueRefs checks that long values are held once however many
 // spans have them, that a span keeps at most maxSpanRefs by reference
 // (the others as bytes), and that values no kept span has are let go.
