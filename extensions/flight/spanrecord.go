@@ -42,16 +42,11 @@ import (
 //
 // appendSpanRecord reports false for a span with an attribute value of a
 // type it does not know (a later SDK's): the buffer keeps such a span as
-// it is.
+// it is. sc is s's span context, which the caller has already: each of
+// the SDK's span getters copies the whole span (their receivers are
+// values), so the record asks each once.
 
-func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, enc *spanEnc) ([]byte, bool) {
-	return appendSpanRecordOf(b, s, s.SpanContext(), enc)
-}
-
-// appendSpanRecordOf is appendSpanRecord for a caller that has the span's
-// context already: each of the SDK's span getters copies the whole span
-// (their receivers are values), so the record asks each once.
-func appendSpanRecordOf(b []byte, s sdktrace.ReadOnlySpan, sc trace.SpanContext, enc *spanEnc) ([]byte, bool) {
+func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, sc trace.SpanContext, enc *spanEnc) ([]byte, bool) {
 	enc.nrefs = 0
 	ok := true
 	b = appendSpanContext(b, sc)

@@ -90,7 +90,7 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		p.dropped++
 		p.evictLocked(slot)
 	}
-	rec, ok := appendSpanRecordOf(p.scratch[:0], s, sc, &p.enc)
+	rec, ok := appendSpanRecord(p.scratch[:0], s, sc, &p.enc)
 	p.scratch = rec
 	p.seq++
 	*slot = spanSlot{seq: p.seq, id: id, scope: p.scopeLocked(s)}

@@ -85,7 +85,7 @@ func TestSpanRecordRoundTrip(t *testing.T) {
 	for _, stub := range stubs {
 		in := stub.Snapshot()
 		var enc spanEnc
-		rec, ok := appendSpanRecord(nil, in, &enc)
+		rec, ok := appendSpanRecord(nil, in, in.SpanContext(), &enc)
 		if !ok {
 			t.Fatalf("%s: not encodable", stub.Name)
 		}
@@ -108,7 +108,8 @@ func TestSpanRecordRoundTrip(t *testing.T) {
 
 func TestSpanRecordCorrupt(t *testing.T) {
 	var enc spanEnc
-	rec, _ := appendSpanRecord(nil, everyKindStub(t).Snapshot(), &enc)
+	in := everyKindStub(t).Snapshot()
+	rec, _ := appendSpanRecord(nil, in, in.SpanContext(), &enc)
 	for n := 0; n < len(rec); n += 1 + n/64 {
 		if _, err := decodeSpanRecord(string(rec[:n]), &spanScope{}, enc.keys.names, enc.vals.strings(enc)); err == nil {
 			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(rec))
@@ -273,7 +274,7 @@ func TestSpanRecordKeys(t *testing.T) {
 		stub.Attributes = append(stub.Attributes, attribute.Int(fmt.Sprint("k", i), i))
 	}
 	in := stub.Snapshot()
-	rec, _ := appendSpanRecord(nil, in, &enc)
+	rec, _ := appendSpanRecord(nil, in, in.SpanContext(), &enc)
 	if len(enc.keys.names) != maxSpanKeys {
 		t.Errorf("%d keys numbered, want at most %d", len(enc.keys.names), maxSpanKeys)
 	}
