@@ -160,10 +160,9 @@ type encCache struct {
 	// prefixNext is the one to replace next.
 	prefixes   [2]prefixHex
 	prefixNext int
-	// marks holds where the last line encoded through the cache has its
-	// identifying fields (see the mark* indexes), so that the journal's
-	// copy can leave them out (appendJournalLocked).
-	marks [numMarks]int
+	// form is what the next line encoded through the cache leaves out:
+	// the recorder sets it before each line (see Extension.record).
+	form lineForm
 	// The last agent, session ID and run ID (by keyed*), and their
 	// encoding with their keys.
 	keyed    [3]string
@@ -248,19 +247,17 @@ func (c *encCache) appendFieldValue(dst []byte, f int, key, s string, red *Redac
 	return append(dst, e.enc...)
 }
 
-// The indexes of encCache.marks: the offsets in the line of the agent
-// field (the session ID's follows it), the run ID field, the end of the
-// run ID field, the trace ID field and the end of the trace ID field
-// (the span ID's follows). A field that is absent starts and ends at the
-// same offset.
-const (
-	markAgent = iota
-	markRun
-	markRunEnd
-	markTrace
-	markTraceEnd
-	numMarks
-)
+// lineForm is what a recorder's line leaves out because its reader knows
+// it without the line (see ReadJournal and journalReader): the ring and
+// the journal hold the same short lines.
+type lineForm struct {
+	// bare: the agent and session ID are the recording's, left out.
+	bare bool
+	// ref, when not 0, is the seq of an earlier line that carries the
+	// same run ID and trace ID: the line leaves them out and names that
+	// line instead.
+	ref uint64
+}
 
 // The strings of encCache.keyed.
 const (
@@ -333,12 +330,13 @@ func appendFrac(dst []byte, ns int) []byte {
 	return append(dst, frac[:n+1]...)
 }
 
-// mark notes that the field m of the line being encoded into dst starts
-// (or ends) at len(dst).
-func (c *encCache) mark(m int, dst []byte) {
-	if c != nil {
-		c.marks[m] = len(dst)
+// lineForm returns what the line being encoded leaves out (nothing
+// without a cache).
+func (c *encCache) lineForm() lineForm {
+	if c == nil {
+		return lineForm{}
 	}
+	return c.form
 }
 
 // appendTraceID appends the hex of id.
@@ -427,31 +425,36 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 		dst = append(dst, '"')
 		dst = c.appendField(dst, fieldKind, `,"kind":`, string(e.Kind), nil)
 	}
-	c.mark(markAgent, dst)
-	dst = c.appendKeyed(dst, keyedAgent, `,"agent":`, e.Agent)
-	dst = c.appendKeyed(dst, keyedSession, `,"session_id":`, e.SessionID)
-	c.mark(markRun, dst)
-	dst = c.appendKeyed(dst, keyedRun, `,"run_id":`, e.RunID)
-	c.mark(markRunEnd, dst)
-	if e.Ref != 0 {
+	form := c.lineForm()
+	if !form.bare {
+		dst = c.appendKeyed(dst, keyedAgent, `,"agent":`, e.Agent)
+		dst = c.appendKeyed(dst, keyedSession, `,"session_id":`, e.SessionID)
+	}
+	ref := e.Ref
+	if form.ref != 0 {
+		ref = form.ref
+	} else {
+		dst = c.appendKeyed(dst, keyedRun, `,"run_id":`, e.RunID)
+	}
+	if ref != 0 {
 		dst = append(dst, `,"ref":`...)
-		dst = strconv.AppendUint(dst, e.Ref, 10)
+		dst = strconv.AppendUint(dst, ref, 10)
 	}
 	dst = appendInt(dst, `,"step":`, int64(e.Step))
 	dst = appendInt(dst, `,"attempt":`, int64(e.Attempt))
-	c.mark(markTrace, dst)
 	if e.TraceID == "" && e.sc.IsValid() {
-		tid, sid := e.sc.TraceID(), e.sc.SpanID()
-		dst = append(dst, `,"trace_id":"`...)
-		dst = c.appendTraceID(dst, tid)
-		dst = append(dst, '"')
-		c.mark(markTraceEnd, dst)
+		if form.ref == 0 {
+			dst = append(dst, `,"trace_id":"`...)
+			dst = c.appendTraceID(dst, e.sc.TraceID())
+			dst = append(dst, '"')
+		}
 		dst = append(dst, `,"span_id":"`...)
-		dst = c.appendSpanID(dst, sid)
+		dst = c.appendSpanID(dst, e.sc.SpanID())
 		dst = append(dst, '"')
 	} else {
-		dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)
-		c.mark(markTraceEnd, dst)
+		if form.ref == 0 {
+			dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)
+		}
 		dst = appendStr(dst, `,"span_id":`, e.SpanID, nil)
 	}
 	dst = c.appendField(dst, fieldStatus, `,"status":`, e.Status, nil)

@@ -1,6 +1,7 @@
 package flight
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -578,12 +579,10 @@ func (x *Extension) recordExtensionErrorOf(ev *harness.Event, err error) {
 // event of runID.
 func (x *Extension) sawExtensionError(runID string) bool {
 	found := false
-	x.eachRing(func(line []byte) bool {
-		if strings.Contains(string(line), `"kind":"extension_error"`) && strings.Contains(string(line), runID) {
-			found = true
-			return false
-		}
-		return true
+	want := jsonenc.AppendString(nil, runID)
+	x.eachRingRun(func(line, run []byte) bool {
+		found = bytes.Equal(run, want) && bytes.Contains(line, []byte(`"kind":"extension_error"`))
+		return !found
 	})
 	return found
 }
@@ -648,13 +647,13 @@ func (x *Extension) record(e *Event) {
 	if e.sc.IsValid() {
 		x.noteTraceLocked(e.sc.TraceID())
 	}
-	line, evicted := x.ring.add(func(dst []byte) []byte { return appendEventCached(dst, e, x.red, &x.enc) })
+	form, carrier, failures := x.lineFormLocked(e)
+	x.enc.form = form
+	line, evicted := x.ring.add(carrier, func(dst []byte) []byte { return appendEventCached(dst, e, x.red, &x.enc) })
 	if evicted {
 		x.evicted++
 	}
-	if x.journal != nil {
-		x.appendJournalLocked(line, e)
-	}
+	x.journalLocked(line, e, carrier, failures)
 }
 
 // noteTraceLocked remembers id among the recent traces, forgetting the
@@ -749,19 +748,16 @@ func (x *Extension) fail(err error) {
 	}
 }
 
-// eachRing calls fn with each line of the ring, oldest first, until fn
-// returns false. The caller must not hold x.mu.
-func (x *Extension) eachRing(fn func(line []byte) bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.ring.each(fn)
-}
-
-// Events returns the events in the ring, oldest first.
+// Events returns the events in the ring, oldest first, whole: with the
+// fields their lines leave out put back (see lineForm).
 func (x *Extension) Events() []Event {
 	var out []Event
-	x.eachRing(func(line []byte) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r := x.ringReaderLocked()
+	x.ring.each(func(line []byte) bool {
 		if e, err := ParseEvent(line); err == nil {
+			r.resolve(&e)
 			out = append(out, e)
 		}
 		return true
@@ -881,11 +877,11 @@ func (x *Extension) registerSpans() {
 // runIDOf finds the run of a tool call in the ring.
 func runIDOf(x *Extension, callID string) string {
 	var run string
-	needle := `"call_id":` + string(jsonenc.AppendString(nil, callID))
-	x.eachRing(func(line []byte) bool {
-		if strings.Contains(string(line), needle) {
+	needle := jsonenc.AppendString([]byte(`"call_id":`), callID)
+	x.eachRingRun(func(line, runJSON []byte) bool {
+		if runJSON != nil && bytes.Contains(line, needle) {
 			if e, err := ParseEvent(line); err == nil && e.CallID == callID {
-				run = e.RunID
+				_ = json.Unmarshal(runJSON, &run)
 			}
 		}
 		return true

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -432,5 +433,79 @@ func TestInstallTwice(t *testing.T) {
 	defer a.Close(context.Background())
 	if _, err := harness.New(harness.WithProvider(harnesstest.NewScriptedProvider()), harness.WithExtensions(rec)); err == nil {
 		t.Fatal("a second install of the same recorder succeeded")
+	}
+}
+
+// TestRingNamesEvictedLines fills a ring of 16 with one long run, so that
+// the line that carries the run's IDs (its run_start; the later lines
+// name it) is evicted: the ring's events, the run's incident bundles
+// (a tool panic's, found through the panicking call's run, and the failed
+// run's) still have the run's IDs, and the ring's events are the
+// journal's last ones.
+func TestRingNamesEvictedLines(t *testing.T) {
+	script := []harnesstest.Response{harnesstest.Reply("warm")}
+	for i := 0; i < 8; i++ {
+		script = append(script, harnesstest.CallTool(fmt.Sprintf("c%d", i), "echo", map[string]string{"text": "x"}))
+	}
+	script = append(script, harnesstest.CallTool("p", "boom", map[string]string{"text": "x"}),
+		harnesstest.Fail(errors.New("upstream overloaded")))
+	s := newAgent(t, script, []*harness.Tool{echoTool(), panicTool()}, flight.WithRingSize(16))
+	ctx := context.Background()
+	if _, err := s.agent.Run(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := s.agent.Run(ctx, "long")
+	if res.Status != harness.StatusFailed {
+		t.Fatalf("status %s (err %v)", res.Status, res.Err)
+	}
+	s.close(t)
+
+	ring := s.rec.Events()
+	journal, _ := journalEvents(t, filepath.Join(s.dir, "sess-1"))
+	if len(ring) != 16 || len(journal) < 40 || !reflect.DeepEqual(ring, journal[len(journal)-16:]) {
+		t.Fatalf("ring (%d events) is not the journal's last 16 (of %d):\nring    %+v\njournal %+v", len(ring), len(journal), ring, journal[len(journal)-16:])
+	}
+	var start flight.Event
+	for _, e := range journal {
+		if e.Kind == flight.KindRunStart && e.RunID == res.RunID {
+			start = e
+		}
+	}
+	if start.Seq == 0 || start.Seq >= ring[0].Seq || start.TraceID == "" {
+		t.Fatalf("run_start %+v, ring from seq %d: want it evicted", start, ring[0].Seq)
+	}
+	for _, e := range ring {
+		if e.Kind == flight.KindIncident {
+			continue
+		}
+		if e.RunID != res.RunID || e.TraceID != start.TraceID || e.Agent != "tester" || e.SessionID != "sess-1" || e.Ref != 0 {
+			t.Errorf("ring %s %d: run %q trace %q agent %q session %q ref %d, want run %q trace %q", e.Kind, e.Seq,
+				e.RunID, e.TraceID, e.Agent, e.SessionID, e.Ref, res.RunID, start.TraceID)
+		}
+	}
+
+	var reasons []string
+	for _, p := range s.rec.Incidents() {
+		b, err := flight.ReadBundleFile(p, flight.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := b.Manifest
+		reasons = append(reasons, m.Reason)
+		evs, err := b.Events()
+		// A bundle of one run has the run ID in its name (its first 12
+		// characters); one of all runs has not.
+		if err != nil || len(evs) == 0 || !slices.Equal(m.RunIDs, []string{res.RunID}) || !strings.Contains(filepath.Base(p), res.RunID[:12]) {
+			t.Errorf("%s bundle %s: runs %v, %d events (%v), want the run %q's", m.Reason, filepath.Base(p), m.RunIDs, len(evs), err, res.RunID)
+		}
+		for _, e := range evs {
+			if e.RunID != res.RunID || e.TraceID != start.TraceID {
+				t.Errorf("%s bundle: %s %d: run %q trace %q", m.Reason, e.Kind, e.Seq, e.RunID, e.TraceID)
+			}
+		}
+	}
+	slices.Sort(reasons)
+	if !slices.Equal(reasons, []string{"run_failure", "tool_panic"}) {
+		t.Errorf("bundles %v, want run_failure and tool_panic", reasons)
 	}
 }

@@ -27,7 +27,8 @@ const bundleQueue = 8
 type bundleJob struct {
 	reason, runID string
 	now           time.Time
-	lines         [][]byte
+	lines         [][]byte // the ring's (see lineForm)
+	gone          []byte   // the ring's newest evicted line that carried a run ID
 	spans         *spanCopy
 	dropped       uint64
 	reply         chan bundleResult // Trigger's; nil for automatic bundles
@@ -44,18 +45,22 @@ type bundleResult struct {
 // span records. It is cheap: no decoding, no conversion.
 func (x *Extension) capture(reason, runID string) *bundleJob {
 	job := &bundleJob{reason: reason, runID: runID, now: x.cfg.now()}
-	var needle []byte
+	var want []byte
 	if runID != "" {
-		needle = jsonenc.AppendString([]byte(`"run_id":`), runID)
+		want = jsonenc.AppendString(nil, runID)
 	}
 	var size int
 	x.mu.Lock()
 	if runID == "" {
 		job.dropped = x.evicted
 	}
+	job.gone = bytes.Clone(x.ring.gone)
+	var runs lineRuns
+	runs.runOf(x.ring.gone)
 	var idx [][]byte
 	x.ring.each(func(l []byte) bool {
-		if len(l) > 0 && (needle == nil || bytes.Contains(l, needle)) {
+		run := runs.runOf(l)
+		if len(l) > 0 && (want == nil || bytes.Equal(run, want)) {
 			idx = append(idx, l)
 			size += len(l)
 		}
@@ -253,9 +258,17 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 		x.syncParts()
 		bw.IncludeParts(dir)
 	}
+	r := journalReader{agent: x.agentName, session: x.sessionID}
+	if g, perr := ParseEvent(job.gone); perr == nil {
+		r.resolve(&g)
+	}
 	for _, line := range job.lines {
 		e, perr := ParseEvent(line)
-		if perr == nil && (job.runID == "" || e.RunID == job.runID) {
+		if perr != nil {
+			continue
+		}
+		r.resolve(&e)
+		if job.runID == "" || e.RunID == job.runID {
 			bw.AddEvent(&e)
 		}
 	}

@@ -3,7 +3,6 @@ package flight
 import (
 	"errors"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/harnessx/harnessx/internal/recording"
@@ -117,37 +116,42 @@ type journalIDs struct {
 	failures uint64        // the journal's Failures when the line was queued
 }
 
-// appendJournalLocked queues the journal's copy of line, the ring's line
-// of e, which was encoded through x.enc (whose marks locate its fields).
-// The copy leaves out what a reader knows without it (see ReadJournal):
-// the agent and session ID when they are the recording's, and the run ID
-// and trace ID when the last line that carried them carried the same
-// ones, not more than journalRefWindow lines back, and no write failed
-// since; it names that line by Ref instead. A copy is about 40% shorter:
-// fewer bytes to write and more events within the journal's caps.
-func (x *Extension) appendJournalLocked(line []byte, e *Event) {
-	j, m, last := x.journal, &x.enc.marks, &x.jids
-	head := line[:m[markAgent]]
-	if e.Agent != x.agentName || e.SessionID != x.sessionID {
-		head = line[:m[markRun]]
-	}
+// lineFormLocked returns what the line of e leaves out (see lineForm),
+// whether the line carries a run ID, and the journal's Failures it
+// decided on. A line leaves out the agent and session ID when they are
+// the recording's, and the run ID and trace ID when the last line that
+// carried them carried the same ones, not more than journalRefWindow
+// lines back, the journal took that line and no journal write failed
+// since: it names that line by Ref instead. Lines are about 40% shorter
+// so: fewer bytes to keep and to write, and more events within the
+// journal's caps.
+func (x *Extension) lineFormLocked(e *Event) (form lineForm, carrier bool, failures uint64) {
+	form.bare = e.Agent == x.agentName && e.SessionID == x.sessionID
 	if e.RunID == "" {
-		j.AppendParts(head, line[m[markRun]:])
-		return
+		return form, false, 0
 	}
-	tid := e.sc.TraceID()
-	failures := j.Failures()
-	if last.seq != 0 && e.RunID == last.runID && tid == last.tid && e.TraceID == last.traceID &&
+	if x.journal != nil {
+		failures = x.journal.Failures()
+	}
+	if last := &x.jids; last.seq != 0 && e.RunID == last.runID && e.sc.TraceID() == last.tid && e.TraceID == last.traceID &&
 		e.Seq-last.seq < journalRefWindow && failures == last.failures {
-		var buf [28]byte
-		ref := strconv.AppendUint(append(buf[:0], `,"ref":`...), last.seq, 10)
-		j.AppendParts(head, ref, line[m[markRunEnd]:m[markTrace]], line[m[markTraceEnd]:])
-		return
+		form.ref = last.seq
+		return form, false, failures
 	}
-	if j.AppendParts(head, line[m[markRun]:]) {
-		*last = journalIDs{seq: e.Seq, runID: e.RunID, tid: tid, traceID: e.TraceID, failures: failures}
-	} else {
-		last.seq = 0 // dropped: no line may name it
+	return form, true, failures
+}
+
+// journalLocked queues line, the line of e, into the journal (if open)
+// and, when the line carries a run ID, notes it as the line later ones
+// may name: only when the journal took it, so that no journal line names
+// a line that is not in the journal.
+func (x *Extension) journalLocked(line []byte, e *Event, carrier bool, failures uint64) {
+	took := x.journal == nil || x.journal.Append(line)
+	switch {
+	case carrier && took:
+		x.jids = journalIDs{seq: e.Seq, runID: e.RunID, tid: e.sc.TraceID(), traceID: e.TraceID, failures: failures}
+	case carrier:
+		x.jids.seq = 0 // dropped: no line may name it
 	}
 }
 

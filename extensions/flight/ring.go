@@ -1,23 +1,32 @@
 package flight
 
+import "bytes"
+
 // eventRing keeps the encoded lines of the last events, in one arena of
 // fixed-size slots: the garbage collector follows no pointer into it
 // (with a slice a slot, it would follow thousands at every cycle). A line
 // longer than a slot is kept apart, in long. It is guarded by
 // Extension.mu.
+//
+// Its lines are the journal's (see lineForm): a line may name an earlier
+// one that carries its run ID and trace ID. When such a line is evicted,
+// the ring keeps a copy of it in gone, so that the lines that name it
+// still resolve (see Extension.ringReader).
 type eventRing struct {
-	arena []byte         // len(lens) slots of slotBytes
-	lens  []int32        // the length of each slot's line
-	long  map[int][]byte // the lines longer than a slot, by slot
-	next  int            // the slot the next line goes to
-	full  bool           // every slot holds a line
+	arena   []byte         // len(lens) slots of slotBytes
+	lens    []int32        // the length of each slot's line
+	carrier []bool         // whether each slot's line carries a run ID
+	long    map[int][]byte // the lines longer than a slot, by slot
+	next    int            // the slot the next line goes to
+	full    bool           // every slot holds a line
+	gone    []byte         // the newest evicted line that carried a run ID
 }
 
 // slotBytes is the size of a ring slot: most lines fit.
 const slotBytes = 512
 
 func newEventRing(n int) eventRing {
-	return eventRing{arena: make([]byte, n*slotBytes), lens: make([]int32, n)}
+	return eventRing{arena: make([]byte, n*slotBytes), lens: make([]int32, n), carrier: make([]bool, n)}
 }
 
 // line returns the line of slot i. It is valid until the slot is reused.
@@ -31,11 +40,16 @@ func (r *eventRing) line(i int) []byte {
 
 // add appends the line that encode appends to its argument (an empty
 // slice with the next slot's room) as the newest, evicting the oldest when
-// the ring is full; it returns the line, valid until the slot is reused,
-// and whether a line was evicted.
-func (r *eventRing) add(encode func(dst []byte) []byte) (line []byte, evicted bool) {
+// the ring is full; carrier says whether the line carries a run ID. It
+// returns the line, valid until the slot is reused, and whether a line
+// was evicted.
+func (r *eventRing) add(carrier bool, encode func(dst []byte) []byte) (line []byte, evicted bool) {
 	i := r.next
 	off := i * slotBytes
+	if r.full && r.carrier[i] {
+		r.gone = append(r.gone[:0], r.line(i)...)
+	}
+	r.carrier[i] = carrier
 	line = encode(r.arena[off : off : off+slotBytes])
 	if r.long != nil {
 		delete(r.long, i)
@@ -77,4 +91,87 @@ func (r *eventRing) each(fn func(line []byte) bool) {
 			return
 		}
 	}
+}
+
+// ringReaderLocked returns a journalReader for the ring's lines, oldest
+// first: it knows the newest evicted line that carried a run ID, which
+// the oldest lines may name. x.mu must be held.
+func (x *Extension) ringReaderLocked() journalReader {
+	r := journalReader{agent: x.agentName, session: x.sessionID}
+	if len(x.ring.gone) > 0 {
+		if e, err := ParseEvent(x.ring.gone); err == nil {
+			r.resolve(&e)
+		}
+	}
+	return r
+}
+
+// eachRingRun calls fn with each line of the ring, oldest first, and the
+// run ID the line carries or names, as JSON (nil: none), until fn returns
+// false. It decodes no line: it finds the run ID by its key (a string
+// value cannot hold `,"`, so the first `,"run_id":` of a line is the
+// field). The caller must not hold x.mu.
+func (x *Extension) eachRingRun(fn func(line, run []byte) bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var runs lineRuns
+	if len(x.ring.gone) > 0 {
+		runs.runOf(x.ring.gone)
+	}
+	x.ring.each(func(line []byte) bool { return fn(line, runs.runOf(line)) })
+}
+
+// lineRuns follows the run IDs of lines in the order they were recorded.
+type lineRuns struct {
+	seq uint64 // of the last line that carried a run ID
+	run []byte // its run ID, as JSON
+}
+
+var (
+	runIDKey = []byte(`,"run_id":`)
+	refKey   = []byte(`,"ref":`)
+)
+
+// runOf returns the run ID that line carries, or that the line it names
+// (by ref) carries, as JSON; nil when it has none or names a line not
+// seen.
+func (l *lineRuns) runOf(line []byte) []byte {
+	if i := bytes.Index(line, runIDKey); i >= 0 {
+		run := jsonString(line[i+len(runIDKey):])
+		l.seq, l.run = leadingUint(bytes.TrimPrefix(line, []byte(`{"seq":`))), run
+		return run
+	}
+	if i := bytes.Index(line, refKey); i >= 0 && l.seq != 0 && leadingUint(line[i+len(refKey):]) == l.seq {
+		return l.run
+	}
+	return nil
+}
+
+// jsonString returns the JSON string at the start of b, quotes included
+// (nil when b does not start with a whole one).
+func jsonString(b []byte) []byte {
+	if len(b) == 0 || b[0] != '"' {
+		return nil
+	}
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return b[:i+1]
+		}
+	}
+	return nil
+}
+
+// leadingUint returns the decimal number at the start of b (0: none).
+func leadingUint(b []byte) uint64 {
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n
 }

@@ -21,7 +21,7 @@ func TestEventRing(t *testing.T) {
 		}
 		line := bytes.Repeat([]byte{byte('a' + k%26)}, size)
 		line = append(line, fmt.Sprint(k)...)
-		got, evicted := r.add(func(dst []byte) []byte { return append(dst, line...) })
+		got, evicted := r.add(false, func(dst []byte) []byte { return append(dst, line...) })
 		if !bytes.Equal(got, line) {
 			t.Fatalf("add %d returned %d bytes, want %d", k, len(got), len(line))
 		}
@@ -56,13 +56,13 @@ func TestEventRingLetsLongLinesGo(t *testing.T) {
 	r := newEventRing(n)
 	long := bytes.Repeat([]byte("x"), 2*slotBytes)
 	for range n {
-		r.add(func(dst []byte) []byte { return append(dst, long...) })
+		r.add(false, func(dst []byte) []byte { return append(dst, long...) })
 	}
 	if len(r.long) != n {
 		t.Fatalf("%d long lines kept, want %d", len(r.long), n)
 	}
 	for range n {
-		r.add(func(dst []byte) []byte { return append(dst, "short"...) })
+		r.add(false, func(dst []byte) []byte { return append(dst, "short"...) })
 	}
 	if r.long != nil {
 		t.Fatalf("the map of long lines stays, with %d lines", len(r.long))
