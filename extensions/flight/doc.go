@@ -45,9 +45,11 @@
 // milliseconds before, and readers skip a torn last line.
 //
 // A journal line leaves out what the recording or an earlier line already
-// says, which makes it about 40% shorter than the ring's (and bundles')
-// line of the same event: fewer bytes written, more events within the
-// caps. The agent and session ID are left out when they are the
+// says, which makes it about 40% shorter than the whole line of the same
+// event (as bundles hold it): fewer bytes kept and written, more events
+// within the caps. The ring holds the same lines, so that an event is
+// encoded once, and [Extension.Events] and bundles put back what they
+// leave out. The agent and session ID are left out when they are the
 // recording's (recording.json holds them); the run ID and trace ID are
 // left out when the last line that carried them, at most 64 lines
 // before, carried the same ones, and "ref" gives that line's seq instead
