@@ -11,7 +11,7 @@ import "bytes"
 // Its lines are the journal's (see lineForm): a line may name an earlier
 // one that carries its run ID and trace ID. When such a line is evicted,
 // the ring keeps a copy of it in gone, so that the lines that name it
-// still resolve (see Extension.ringReader).
+// still resolve (see Extension.ringReaderLocked).
 type eventRing struct {
 	arena   []byte         // len(lens) slots of slotBytes
 	lens    []int32        // the length of each slot's line
