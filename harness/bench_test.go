@@ -72,6 +72,48 @@ func BenchmarkRun(b *testing.B) {
 	}
 }
 
+// observer is an extension whose hooks receive the events a recorder
+// observes (the flight recorder's: a run's, its model requests' and its
+// tool calls' start and end) and do nothing with them.
+type observer struct{}
+
+func (observer) Name() string { return "observer" }
+
+func (observer) Install(ec *harness.ExtensionContext) error {
+	for _, ev := range []harness.HookEvent{harness.EventRunStart, harness.EventRunEnd,
+		harness.EventModelRequestStart, harness.EventModelRequestEnd, harness.EventToolCallStart, harness.EventToolCallEnd} {
+		if _, err := ec.OnHook(ev, func(context.Context, *harness.Event) error { return nil }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BenchmarkRunObserved is BenchmarkRun with hooks that receive a run's
+// start and end events and its model requests' and tool calls' (and do
+// nothing): what the engine spends on the events an observer such as the
+// flight recorder receives, beside the observer's own work. It also
+// computes the prefix keys, which a model request hook may read (see
+// PrefixKeyUser).
+func BenchmarkRunObserved(b *testing.B) {
+	p := harnesstest.NewScriptedProvider(benchScript...)
+	p.Loop, p.DiscardRequests = true, true
+	a, err := harness.New(harness.WithProvider(p), harness.WithModel("m"), harness.WithExtensions(observer{}),
+		harness.WithTools(harness.MustTool(harness.NewTool("weather", "Weather of a city.", weather))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := a.Run(ctx, "weather?")
+		if err != nil || res.Text == "" {
+			b.Fatal(err, res)
+		}
+		a.Reset()
+	}
+}
+
 // imageScript is three model steps: two tool calls, then the answer.
 var imageScript = []harnesstest.Response{
 	harnesstest.CallTool("call_1", "weather", `{"city":"Paris"}`),

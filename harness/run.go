@@ -672,8 +672,9 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 		a.prefix.compute(req)
 	}
 	// One clock read is the start event's Time and the origin of the end
-	// event's Duration, another the end event's Time and Duration's end:
-	// the clock is read only when a hook receives one of them.
+	// event's Duration; the end event's Time is the start's plus Duration,
+	// read from the monotonic clock alone (time.Now reads two clocks). The
+	// clock is read only when a hook receives one of them.
 	startEv, endEv := eventPair(len(s.hooks[EventModelRequestStart]) > 0, len(s.hooks[EventModelRequestEnd]) > 0)
 	var start time.Time
 	if startEv != nil || endEv != nil {
@@ -691,9 +692,9 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 		err = &ProviderError{Step: req.Step, Attempt: req.Attempt, Err: err}
 	}
 	if endEv != nil {
-		end := time.Now()
-		*endEv = Event{Type: EventModelRequestEnd, Time: end, RunID: req.RunID, Step: req.Step, Request: req,
-			Response: resp, Err: err, Duration: end.Sub(start)}
+		d := time.Since(start)
+		*endEv = Event{Type: EventModelRequestEnd, Time: start.Add(d), RunID: req.RunID, Step: req.Step, Request: req,
+			Response: resp, Err: err, Duration: d}
 		a.emit(ctx, s, endEv)
 	}
 	if err != nil {
@@ -871,9 +872,9 @@ func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call 
 		r.Name = call.Name
 	}
 	if endEv != nil {
-		end := time.Now()
-		*endEv = Event{Type: EventToolCallEnd, Time: end, RunID: res.RunID, Step: res.Steps, ToolCall: call,
-			ToolResult: r, Duration: end.Sub(start)}
+		d := time.Since(start)
+		*endEv = Event{Type: EventToolCallEnd, Time: start.Add(d), RunID: res.RunID, Step: res.Steps, ToolCall: call,
+			ToolResult: r, Duration: d}
 		a.emit(ctx, s, endEv)
 	}
 	return r
