@@ -77,6 +77,27 @@ func (x *Extension) capture(reason, runID string) *bundleJob {
 	return job
 }
 
+// events calls fn with each event of the job's lines, whole (with what
+// the lines leave out put back from the recording's agent and session ID
+// and the lines they name), that is of the job's run (every event when
+// the job has none). fn must not keep e.
+func (job *bundleJob) events(agent, session string, fn func(e *Event)) {
+	r := journalReader{agent: agent, session: session}
+	if g, err := ParseEvent(job.gone); err == nil {
+		r.resolve(&g)
+	}
+	for _, line := range job.lines {
+		e, err := ParseEvent(line)
+		if err != nil {
+			continue
+		}
+		r.resolve(&e)
+		if job.runID == "" || e.RunID == job.runID {
+			fn(&e)
+		}
+	}
+}
+
 // allowAutomatic takes a token of the automatic bundles' rate limit.
 func (x *Extension) allowAutomatic() bool {
 	n := x.cfg.incidentRate
@@ -258,20 +279,7 @@ func (x *Extension) build(ctx context.Context, job *bundleJob) (path string, err
 		x.syncParts()
 		bw.IncludeParts(dir)
 	}
-	r := journalReader{agent: x.agentName, session: x.sessionID}
-	if g, perr := ParseEvent(job.gone); perr == nil {
-		r.resolve(&g)
-	}
-	for _, line := range job.lines {
-		e, perr := ParseEvent(line)
-		if perr != nil {
-			continue
-		}
-		r.resolve(&e)
-		if job.runID == "" || e.RunID == job.runID {
-			bw.AddEvent(&e)
-		}
-	}
+	job.events(x.agentName, x.sessionID, bw.AddEvent)
 	bw.SetInfo(job.reason, x.agentName, x.sessionID, job.dropped)
 	spans, err := job.spans.decode()
 	if err != nil {

@@ -2,9 +2,14 @@ package flight
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TestEventRing checks the ring against a slice of the last n lines, with
@@ -66,5 +71,69 @@ func TestEventRingLetsLongLinesGo(t *testing.T) {
 	}
 	if r.long != nil {
 		t.Fatalf("the map of long lines stays, with %d lines", len(r.long))
+	}
+}
+
+// TestRingLinesResolve records events of three runs (one ID needing
+// escapes), of no run, of two traces and none, of the recording's agent
+// and another one, into a ring of 16, most events continuing the one
+// before as a run's do. After each it checks that the ring's events, and
+// the events of bundles of every run and of each run, read back whole:
+// what the whole lines of the events recorded, in order, however the
+// lines that carry the IDs their lines name were evicted.
+func TestRingLinesResolve(t *testing.T) {
+	const ring = 16
+	rnd := rand.New(rand.NewPCG(5, 6))
+	x := New(WithDir(t.TempDir()), WithRingSize(ring))
+	x.agentName, x.sessionID = "agent", "sess"
+	defer x.Teardown(context.Background())
+	runs := []string{"", "run-a", "run-b", `run-"c"`}
+	traces := []trace.TraceID{{}, {1}, {2}}
+	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	var want []Event
+	run, tid := runs[1], traces[1]
+	carriers := 0
+	for i := range 600 {
+		if rnd.IntN(5) == 0 {
+			run, tid = runs[rnd.IntN(len(runs))], traces[rnd.IntN(len(traces))]
+		}
+		e := Event{Kind: KindToolCall, Time: t0.Add(time.Duration(i) * time.Millisecond), Agent: "agent", SessionID: "sess",
+			RunID: run, Step: rnd.IntN(3), Tool: "t"}
+		if rnd.IntN(10) == 0 {
+			e.Agent = "sub"
+		}
+		if tid.IsValid() {
+			e.sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{byte(i), 1}})
+		}
+		x.record(&e)
+		whole, err := ParseEvent(appendEvent(nil, &e, x.red))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, whole)
+		last := want[max(0, len(want)-ring):]
+		if got := x.Events(); !reflect.DeepEqual(got, last) {
+			t.Fatalf("after event %d, the ring's events\n%+v\nwant\n%+v", i+1, got, last)
+		}
+		x.mu.Lock()
+		if x.ring.carrier[(x.ring.next+len(x.ring.lens)-1)%len(x.ring.lens)] {
+			carriers++
+		}
+		x.mu.Unlock()
+		for _, r := range runs {
+			var got, wantRun []Event
+			x.capture("test", r).events("agent", "sess", func(e *Event) { got = append(got, *e) })
+			for _, e := range last {
+				if r == "" || e.RunID == r {
+					wantRun = append(wantRun, e)
+				}
+			}
+			if !reflect.DeepEqual(got, wantRun) {
+				t.Fatalf("after event %d, the bundle of run %q has\n%+v\nwant\n%+v", i+1, r, got, wantRun)
+			}
+		}
+	}
+	if carriers == 0 || carriers > 600/2 {
+		t.Errorf("%d of 600 lines carry their run's IDs: want most to name an earlier line", carriers)
 	}
 }
