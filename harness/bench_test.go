@@ -53,11 +53,15 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 // BenchmarkRun is one agent.Run of two scripted model calls and one tool call.
-func BenchmarkRun(b *testing.B) {
+func BenchmarkRun(b *testing.B) { benchRun(b) }
+
+// benchRun measures one agent.Run of benchScript by an agent with opts.
+func benchRun(b *testing.B, opts ...harness.Option) {
 	p := harnesstest.NewScriptedProvider(benchScript...)
 	p.Loop, p.DiscardRequests = true, true
-	a, err := harness.New(harness.WithProvider(p), harness.WithModel("m"),
-		harness.WithTools(harness.MustTool(harness.NewTool("weather", "Weather of a city.", weather))))
+	opts = append([]harness.Option{harness.WithProvider(p), harness.WithModel("m"),
+		harness.WithTools(harness.MustTool(harness.NewTool("weather", "Weather of a city.", weather)))}, opts...)
+	a, err := harness.New(opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,24 +99,7 @@ func (observer) Install(ec *harness.ExtensionContext) error {
 // flight recorder receives, beside the observer's own work. It also
 // computes the prefix keys, which a model request hook may read (see
 // PrefixKeyUser).
-func BenchmarkRunObserved(b *testing.B) {
-	p := harnesstest.NewScriptedProvider(benchScript...)
-	p.Loop, p.DiscardRequests = true, true
-	a, err := harness.New(harness.WithProvider(p), harness.WithModel("m"), harness.WithExtensions(observer{}),
-		harness.WithTools(harness.MustTool(harness.NewTool("weather", "Weather of a city.", weather))))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		res, err := a.Run(ctx, "weather?")
-		if err != nil || res.Text == "" {
-			b.Fatal(err, res)
-		}
-		a.Reset()
-	}
-}
+func BenchmarkRunObserved(b *testing.B) { benchRun(b, harness.WithExtensions(observer{})) }
 
 // imageScript is three model steps: two tool calls, then the answer.
 var imageScript = []harnesstest.Response{
