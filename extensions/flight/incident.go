@@ -55,11 +55,8 @@ func (x *Extension) capture(reason, runID string) *bundleJob {
 		job.dropped = x.evicted
 	}
 	job.gone = bytes.Clone(x.ring.gone)
-	var runs lineRuns
-	runs.runOf(x.ring.gone)
 	var idx [][]byte
-	x.ring.each(func(l []byte) bool {
-		run := runs.runOf(l)
+	x.ring.eachRun(func(l, run []byte) bool {
 		if len(l) > 0 && (want == nil || bytes.Equal(run, want)) {
 			idx = append(idx, l)
 			size += len(l)
@@ -82,10 +79,7 @@ func (x *Extension) capture(reason, runID string) *bundleJob {
 // and the lines they name), that is of the job's run (every event when
 // the job has none). fn must not keep e.
 func (job *bundleJob) events(agent, session string, fn func(e *Event)) {
-	r := journalReader{agent: agent, session: session}
-	if g, err := ParseEvent(job.gone); err == nil {
-		r.resolve(&g)
-	}
+	r := lineReader(agent, session, job.gone)
 	for _, line := range job.lines {
 		e, err := ParseEvent(line)
 		if err != nil {

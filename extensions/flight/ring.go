@@ -94,31 +94,40 @@ func (r *eventRing) each(fn func(line []byte) bool) {
 }
 
 // ringReaderLocked returns a journalReader for the ring's lines, oldest
-// first: it knows the newest evicted line that carried a run ID, which
-// the oldest lines may name. x.mu must be held.
+// first (see lineReader). x.mu must be held.
 func (x *Extension) ringReaderLocked() journalReader {
-	r := journalReader{agent: x.agentName, session: x.sessionID}
-	if len(x.ring.gone) > 0 {
-		if e, err := ParseEvent(x.ring.gone); err == nil {
-			r.resolve(&e)
-		}
+	return lineReader(x.agentName, x.sessionID, x.ring.gone)
+}
+
+// lineReader returns a journalReader for lines of the recording of agent
+// and session, oldest first, that knows gone: the newest line evicted
+// before them that carried a run ID (nil: none), which the oldest lines
+// may name.
+func lineReader(agent, session string, gone []byte) journalReader {
+	r := journalReader{agent: agent, session: session}
+	if e, err := ParseEvent(gone); err == nil {
+		r.resolve(&e)
 	}
 	return r
 }
 
 // eachRingRun calls fn with each line of the ring, oldest first, and the
-// run ID the line carries or names, as JSON (nil: none), until fn returns
-// false. It decodes no line: it finds the run ID by its key (a string
-// value cannot hold `,"`, so the first `,"run_id":` of a line is the
-// field). The caller must not hold x.mu.
+// run ID the line carries or names (see eventRing.eachRun), until fn
+// returns false. The caller must not hold x.mu.
 func (x *Extension) eachRingRun(fn func(line, run []byte) bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.ring.eachRun(fn)
+}
+
+// eachRun calls fn with each line, oldest first, and the run ID the line
+// carries or names, as JSON (nil: none), until fn returns false. It
+// decodes no line: it finds the run ID by its key (a string value cannot
+// hold `,"`, so the first `,"run_id":` of a line is the field).
+func (r *eventRing) eachRun(fn func(line, run []byte) bool) {
 	var runs lineRuns
-	if len(x.ring.gone) > 0 {
-		runs.runOf(x.ring.gone)
-	}
-	x.ring.each(func(line []byte) bool { return fn(line, runs.runOf(line)) })
+	runs.runOf(r.gone)
+	r.each(func(line []byte) bool { return fn(line, runs.runOf(line)) })
 }
 
 // lineRuns follows the run IDs of lines in the order they were recorded.
