@@ -129,6 +129,13 @@ type Event struct {
 // run. Hooks of one event run in registration order, synchronously: a slow
 // hook slows the agent. Hooks of tool events may run concurrently when tool
 // calls do.
+//
+// ev is the hook's until it returns, no longer: the engine reuses the
+// memory of its run's, model requests' and tool calls' events for later
+// events. A hook that keeps an event, or hands it to a goroutine that
+// outlives the call, keeps a copy (*ev, as harnesstest.HookRecorder
+// does); what the event's fields point to (the request, the response,
+// the tool call and its result, the run's result) is not reused.
 type Hook func(ctx context.Context, ev *Event) error
 
 // AllHookEvents returns every hook event, in declaration order.

@@ -157,9 +157,12 @@ func TestHookDurationsSpanTheirEvents(t *testing.T) {
 	}
 }
 
-// TestHookEventAllocations checks that hooks on the start and end of model
-// requests and tool calls cost one allocation a pair: a run of two model
-// calls and one tool call allocates at most three more than with no hook.
+// TestHookEventAllocations checks that hooks on the events of every run's
+// path (its start and end, its model requests' and tool calls' start and
+// end: those of an observer such as the flight recorder) cost no
+// allocation: the engine reuses their events (see harness.Hook). Under
+// the race detector, sync.Pool drops some of what it is given back, so
+// that only bounds them by the events a run has (six).
 func TestHookEventAllocations(t *testing.T) {
 	nop := func(context.Context, *harness.Event) error { return nil }
 	allocs := func(opts ...harness.Option) float64 {
@@ -180,9 +183,13 @@ func TestHookEventAllocations(t *testing.T) {
 		})
 	}
 	plain := allocs()
-	hooked := allocs(harness.WithHooks(nop, harness.EventModelRequestStart, harness.EventModelRequestEnd,
-		harness.EventToolCallStart, harness.EventToolCallEnd))
-	if hooked-plain > 3 {
-		t.Errorf("hooks on model and tool events: %v allocations a run, %v without: want at most 3 more", hooked, plain)
+	hooked := allocs(harness.WithHooks(nop, harness.EventRunStart, harness.EventRunEnd,
+		harness.EventModelRequestStart, harness.EventModelRequestEnd, harness.EventToolCallStart, harness.EventToolCallEnd))
+	want := 0.0
+	if raceEnabled {
+		want = 6
+	}
+	if hooked-plain > want {
+		t.Errorf("hooks on run, model and tool events: %v allocations a run, %v without: want at most %v more", hooked, plain, want)
 	}
 }

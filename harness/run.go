@@ -359,7 +359,10 @@ func (a *Agent) intercept(ctx context.Context, info *RunInfo, core RunFunc) *Run
 func (a *Agent) turn(ctx context.Context, res *RunResult, input string, msg *Message, rs *resumeState, info *RunInfo) *RunResult {
 	s := a.snap.Load()
 	if len(s.hooks[EventRunStart]) > 0 {
-		a.emit(ctx, s, &Event{Type: EventRunStart, RunID: res.RunID, Input: input, Attempt: info.Attempt, Recovered: info.Recovered})
+		evs := getEvents()
+		evs[0] = Event{Type: EventRunStart, RunID: res.RunID, Input: input, Attempt: info.Attempt, Recovered: info.Recovered}
+		a.emit(ctx, s, &evs[0])
+		putEvents(evs)
 	}
 	var msgStart int
 	if rs == nil {
@@ -515,7 +518,10 @@ func (a *Agent) finish(ctx context.Context, res *RunResult, msgStart int, err er
 		if ctx.Done() != nil { // as above: and a value lookup through the shield allocates
 			ectx = context.WithoutCancel(ctx)
 		}
-		a.emit(ectx, s, &Event{Type: EventRunEnd, RunID: res.RunID, Step: res.Steps, Result: res, Err: res.Err})
+		evs := getEvents()
+		evs[0] = Event{Type: EventRunEnd, RunID: res.RunID, Step: res.Steps, Result: res, Err: res.Err}
+		a.emit(ectx, s, &evs[0])
+		putEvents(evs)
 	}
 	return res
 }
@@ -675,14 +681,15 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 	// event's Duration; the end event's Time is the start's plus Duration,
 	// read from the monotonic clock alone (time.Now reads two clocks). The
 	// clock is read only when a hook receives one of them.
-	startEv, endEv := eventPair(len(s.hooks[EventModelRequestStart]) > 0, len(s.hooks[EventModelRequestEnd]) > 0)
+	hookStart, hookEnd := len(s.hooks[EventModelRequestStart]) > 0, len(s.hooks[EventModelRequestEnd]) > 0
+	var evs *[2]Event
 	var start time.Time
-	if startEv != nil || endEv != nil {
-		start = time.Now()
+	if hookStart || hookEnd {
+		evs, start = getEvents(), time.Now()
 	}
-	if startEv != nil {
-		*startEv = Event{Type: EventModelRequestStart, Time: start, RunID: req.RunID, Step: req.Step, Request: req}
-		a.emit(ctx, s, startEv)
+	if hookStart {
+		evs[0] = Event{Type: EventModelRequestStart, Time: start, RunID: req.RunID, Step: req.Step, Request: req}
+		a.emit(ctx, s, &evs[0])
 	}
 	resp, err := a.cfg.provider.Generate(ctx, req)
 	if err == nil && resp == nil {
@@ -691,11 +698,14 @@ func (a *Agent) modelCore(ctx context.Context, s *snapshot, req *ModelRequest, p
 	if err != nil {
 		err = &ProviderError{Step: req.Step, Attempt: req.Attempt, Err: err}
 	}
-	if endEv != nil {
+	if hookEnd {
 		d := time.Since(start)
-		*endEv = Event{Type: EventModelRequestEnd, Time: start.Add(d), RunID: req.RunID, Step: req.Step, Request: req,
+		evs[1] = Event{Type: EventModelRequestEnd, Time: start.Add(d), RunID: req.RunID, Step: req.Step, Request: req,
 			Response: resp, Err: err, Duration: d}
-		a.emit(ctx, s, endEv)
+		a.emit(ctx, s, &evs[1])
+	}
+	if evs != nil {
+		putEvents(evs)
 	}
 	if err != nil {
 		return nil, err
@@ -840,14 +850,15 @@ func errorResult(call *ToolCall, status ToolStatus, msg string) *ToolResult {
 func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call *ToolCall) *ToolResult {
 	// The start event's Time is the origin of the end event's Duration,
 	// whose end is the end event's Time (see modelCore).
-	startEv, endEv := eventPair(len(s.hooks[EventToolCallStart]) > 0, len(s.hooks[EventToolCallEnd]) > 0)
+	hookStart, hookEnd := len(s.hooks[EventToolCallStart]) > 0, len(s.hooks[EventToolCallEnd]) > 0
+	var evs *[2]Event
 	var start time.Time
-	if startEv != nil || endEv != nil {
-		start = time.Now()
+	if hookStart || hookEnd {
+		evs, start = getEvents(), time.Now()
 	}
-	if startEv != nil {
-		*startEv = Event{Type: EventToolCallStart, Time: start, RunID: res.RunID, Step: res.Steps, ToolCall: call}
-		a.emit(ctx, s, startEv)
+	if hookStart {
+		evs[0] = Event{Type: EventToolCallStart, Time: start, RunID: res.RunID, Step: res.Steps, ToolCall: call}
+		a.emit(ctx, s, &evs[0])
 	}
 	r := a.toolExec(ctx, s, res, call)
 	if a.cfg.steps != nil {
@@ -871,11 +882,14 @@ func (a *Agent) toolCore(ctx context.Context, s *snapshot, res *RunResult, call 
 	if r.Name == "" {
 		r.Name = call.Name
 	}
-	if endEv != nil {
+	if hookEnd {
 		d := time.Since(start)
-		*endEv = Event{Type: EventToolCallEnd, Time: start.Add(d), RunID: res.RunID, Step: res.Steps, ToolCall: call,
+		evs[1] = Event{Type: EventToolCallEnd, Time: start.Add(d), RunID: res.RunID, Step: res.Steps, ToolCall: call,
 			ToolResult: r, Duration: d}
-		a.emit(ctx, s, endEv)
+		a.emit(ctx, s, &evs[1])
+	}
+	if evs != nil {
+		putEvents(evs)
 	}
 	return r
 }
@@ -1056,21 +1070,21 @@ func (a *Agent) emit(ctx context.Context, s *snapshot, ev *Event) {
 	}
 }
 
-// eventPair returns the events of a model request's or tool call's start
-// and end hooks (nil for one without hooks): both in one allocation when
-// both have hooks. A hook may keep its event; it then keeps the other's
-// room too.
-func eventPair(start, end bool) (*Event, *Event) {
-	switch {
-	case start && end:
-		p := new([2]Event)
-		return &p[0], &p[1]
-	case start:
-		return new(Event), nil
-	case end:
-		return nil, new(Event)
-	}
-	return nil, nil
+// eventPool holds room for the events of the hooks on every run's path:
+// its start and end, and its model requests' and tool calls' start and
+// end (a pair each). A hook does not keep its event (see [Hook]), so the
+// room of one serves the next: with the hooks of an observer such as the
+// flight recorder, a run allocates no event.
+var eventPool = sync.Pool{New: func() any { return new([2]Event) }}
+
+// getEvents returns room for two events from eventPool.
+func getEvents() *[2]Event { return eventPool.Get().(*[2]Event) }
+
+// putEvents clears p, so that it keeps nothing of the run alive, and
+// returns it to eventPool. Its events' hooks have all returned.
+func putEvents(p *[2]Event) {
+	*p = [2]Event{}
+	eventPool.Put(p)
 }
 
 // addCost adds the cost of resp, as the WithPricing function prices it
