@@ -8,7 +8,15 @@
 # C(N) = cpu-ns/op x N at N1 = 45,000 and N2 = 245,000 runs, as
 # .ci/benchratios.sh takes it (see docs/benchmarking.md).
 #
-# Usage: .ci/benchab.sh [--rounds R] [--variants "traced-only spills-0 spills-2000"] OLD [NEW]
+# Usage: .ci/benchab.sh [--rounds R] [--variants "traced-only spills-0 spills-2000"] [--paired] OLD [NEW]
+#
+# --paired runs the two binaries' measurements of a variant at the same
+# time, each pinned to a CPU of its own (taskset; the CPUs swapped from
+# round to round), instead of one after the other: both then see the same
+# moment of the machine, whose load moves a run's CPU time by more than
+# most changes do. Each slows the other a little (they share the
+# last-level cache and the memory bus), the same for both, so use it to
+# compare two versions, not for ratios to traced-only. It needs two CPUs.
 #
 # OLD and NEW are git revisions; without NEW, the working tree (with its
 # uncommitted changes) is the newer. Prints each round's values, then per
@@ -20,17 +28,23 @@ cd "$(dirname "$0")/.."
 
 rounds=5
 variants="traced-only spills-0 spills-2000"
+paired=""
 revs=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--rounds) rounds="$2"; shift 2 ;;
 	--variants) variants="$2"; shift 2 ;;
-	-*) echo "usage: $0 [--rounds R] [--variants V] OLD [NEW]" >&2; exit 2 ;;
+	--paired) paired=1; shift ;;
+	-*) echo "usage: $0 [--rounds R] [--variants V] [--paired] OLD [NEW]" >&2; exit 2 ;;
 	*) revs+=("$1"); shift ;;
 	esac
 done
 if [[ ${#revs[@]} -lt 1 || ${#revs[@]} -gt 2 ]]; then
-	echo "usage: $0 [--rounds R] [--variants V] OLD [NEW]" >&2
+	echo "usage: $0 [--rounds R] [--variants V] [--paired] OLD [NEW]" >&2
+	exit 2
+fi
+if [[ -n "$paired" ]] && { ! command -v taskset >/dev/null || [[ "$(nproc)" -lt 2 ]]; }; then
+	echo "$0: --paired needs taskset and two CPUs" >&2
 	exit 2
 fi
 
@@ -57,17 +71,20 @@ build() {
 build old "${revs[0]}"
 build new "${revs[1]:-}"
 
-# loopcpu BIN VARIANT N: cpu-ns/op of the variant at N runs.
+# loopcpu BIN VARIANT N [CPU]: cpu-ns/op of the variant at N runs (pinned
+# to CPU when given).
 loopcpu() {
-	GOMAXPROCS=1 "$1" -test.run '^$' -test.bench "^BenchmarkFullStack\$/^$2\$" -test.benchtime "$3x" 2>/dev/null |
+	local pin=()
+	[[ -n "${4:-}" ]] && pin=(taskset -c "$4")
+	"${pin[@]}" env GOMAXPROCS=1 "$1" -test.run '^$' -test.bench "^BenchmarkFullStack\$/^$2\$" -test.benchtime "$3x" 2>/dev/null |
 		awk '{for (i = 2; i <= NF; i++) if ($i == "cpu-ns/op") v = $(i-1)} END {if (v == "") exit 1; print v}'
 }
 
-# perrun BIN VARIANT: the loop's CPU time a run, µs.
+# perrun BIN VARIANT [CPU]: the loop's CPU time a run, µs.
 perrun() {
 	local a b
-	a=$(loopcpu "$1" "$2" 45000) || { echo "$1 $2: no cpu-ns/op" >&2; exit 1; }
-	b=$(loopcpu "$1" "$2" 245000) || { echo "$1 $2: no cpu-ns/op" >&2; exit 1; }
+	a=$(loopcpu "$1" "$2" 45000 "${3:-}") || { echo "$1 $2: no cpu-ns/op" >&2; exit 1; }
+	b=$(loopcpu "$1" "$2" 245000 "${3:-}") || { echo "$1 $2: no cpu-ns/op" >&2; exit 1; }
 	awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", (b * 245000 - a * 45000) / 200000 / 1000}'
 }
 
@@ -77,6 +94,23 @@ for ((r = 1; r <= rounds; r++)); do
 	order="old new"
 	((r % 2 == 0)) && order="new old"
 	echo "round $r of $rounds" >&2
+	if [[ -n "$paired" ]]; then
+		cold=0 cnew=1
+		((r % 2 == 0)) && cold=1 cnew=0
+		for v in $variants; do
+			perrun "$tmp/old.test" "$v" "$cold" >"$tmp/t-old" &
+			po=$!
+			perrun "$tmp/new.test" "$v" "$cnew" >"$tmp/t-new" &
+			pn=$!
+			wait "$po" || exit 1
+			wait "$pn" || exit 1
+			for bin in old new; do
+				echo "$r $bin $v $(cat "$tmp/t-$bin")" >>"$results"
+			done
+			echo "$r $v old=$(cat "$tmp/t-old") new=$(cat "$tmp/t-new")"
+		done
+		continue
+	fi
 	for bin in $order; do
 		line="$r $bin"
 		for v in $variants; do
@@ -88,8 +122,10 @@ for ((r = 1; r <= rounds; r++)); do
 	done
 done
 
-echo "CPU time per run (µs), medians of $rounds interleaved rounds; OLD=${revs[0]} NEW=${revs[1]:-working tree}:"
-awk -v variants="$variants" '
+how="interleaved"
+[[ -n "$paired" ]] && how="paired (both at once, pinned)"
+echo "CPU time per run (µs), medians of $rounds $how rounds; OLD=${revs[0]} NEW=${revs[1]:-working tree}:"
+awk -v variants="$variants" -v paired="$paired" '
 function median(arr, n,    i, j, t) {
 	for (i = 2; i <= n; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j+1] = arr[j]; arr[j+1] = t }
 	return n % 2 ? arr[(n+1)/2] : (arr[n/2] + arr[n/2+1]) / 2
@@ -98,13 +134,13 @@ function median(arr, n,    i, j, t) {
 END {
 	nv = split(variants, vs, " ")
 	printf "  %-12s %9s %9s %13s", "variant", "old", "new", "new - old"
-	printf "   %s\n", "ratio to traced-only (old -> new)"
+	printf "   %s\n", paired ? "" : "ratio to traced-only (old -> new)"
 	for (k = 1; k <= nv; k++) {
 		name = vs[k]
 		delete o; delete n; delete d; delete ro; delete rn; nr = 0
 		for (r = 1; r <= R; r++) {
 			o[r] = v[r, "old", name]; n[r] = v[r, "new", name]; d[r] = n[r] - o[r]
-			if (name != "traced-only" && (r, "old", "traced-only") in v) {
+			if (!paired && name != "traced-only" && (r, "old", "traced-only") in v) {
 				nr++
 				ro[nr] = o[r] / v[r, "old", "traced-only"]; rn[nr] = n[r] / v[r, "new", "traced-only"]
 			}
