@@ -128,7 +128,9 @@
 // Hooks observe; they do not change anything. They run synchronously with
 // the context of the step they belong to. A hook that returns an error or
 // panics is logged through log/slog and reported as [EventHookFailed]; it
-// never fails the run.
+// never fails the run. A hook's event is its own until it returns: the
+// engine reuses the memory of the events every run has (see [Hook]), so a
+// hook that keeps one keeps a copy.
 //
 // # Extensions
 //
