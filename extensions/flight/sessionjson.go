@@ -2,6 +2,7 @@ package flight
 
 import (
 	"bytes"
+	"hash/maphash"
 	"slices"
 	"unicode/utf8"
 
@@ -15,24 +16,59 @@ import (
 // bytes changed are redacted again. The result is the same as
 // [Redactor.JSON] of the whole document. It belongs to the session
 // snapshots (guarded by Extension.sessMu).
+//
+// It knows the saved bytes by their length and hash (see sessionSum), not
+// by a copy: what it keeps of a session is its redaction alone, about the
+// session's size, not three times that (the saved document, its members
+// and their redactions). A large session (a spill extension's thousands
+// of results) then holds megabytes fewer for as long as the recorder
+// runs, which also spares the agent the garbage collector's slower pace
+// over a larger heap (see docs/benchmarking.md).
 type sessionCache struct {
-	last    []byte // the data of the last snapshot written (media by reference: small)
+	seed    maphash.Seed // for sum; set at the first use
+	seeded  bool
+	last    sessionSum // of the data of the last snapshot written; zero: unknown
 	members map[string]sessionMember
 }
 
-// sessionMember is a member of the top-level object: its value as saved,
-// and that value redacted.
+// sessionSum identifies saved bytes: their length + 1 (0 for none) and
+// their hash (hash/maphash, seeded at random per cache, so that no saved
+// content can be made to collide on purpose; an accidental collision of
+// two different documents of the same length, one in 2^64, would leave
+// the snapshot of the earlier one until the next change).
+type sessionSum struct {
+	n1 int
+	h  uint64
+}
+
+// sum returns b's sessionSum.
+func (c *sessionCache) sum(b []byte) sessionSum {
+	if !c.seeded {
+		c.seed, c.seeded = maphash.MakeSeed(), true
+	}
+	return sessionSum{n1: len(b) + 1, h: maphash.Bytes(c.seed, b)}
+}
+
+// sessionMember is a member of the top-level object: the sum of its value
+// as saved, and that value redacted.
 type sessionMember struct {
-	raw, red []byte
+	sum sessionSum
+	red []byte
 }
 
 // unchanged reports whether data is what the last snapshot wrote.
 func (c *sessionCache) unchanged(data []byte) bool {
-	return c.last != nil && bytes.Equal(c.last, data)
+	return c.last.n1 != 0 && c.sum(data) == c.last
 }
 
 // written records data as what the last snapshot wrote (nil: unknown).
-func (c *sessionCache) written(data []byte) { c.last = data }
+func (c *sessionCache) written(data []byte) {
+	if data == nil {
+		c.last = sessionSum{}
+		return
+	}
+	c.last = c.sum(data)
+}
 
 // redact returns red.JSON(data), redacting again only the members of the
 // top-level object that changed since the last call. A document it cannot
@@ -59,7 +95,7 @@ func (c *sessionCache) redact(red *Redactor, data []byte) ([]byte, error) {
 		seen[k] = true
 		enc := jsonenc.AppendString(nil, k)
 		m, ok := c.members[k]
-		if !ok || !bytes.Equal(m.raw, vals[i]) {
+		if sum := c.sum(vals[i]); !ok || m.sum != sum {
 			// The member alone, under its own key: its strings are
 			// redacted as in the whole document, whose objects' keys
 			// come out sorted the same way.
@@ -74,12 +110,12 @@ func (c *sessionCache) redact(red *Redactor, data []byte) ([]byte, error) {
 				c.members = nil
 				return red.JSON(data)
 			}
-			// Copies, not slices of data and r: a member that stays the
-			// same over later snapshots must not keep the whole document
-			// it first came in alive (a session that was once large, its
-			// messages since reset, would keep that document and its
-			// redaction for as long as, say, an extension's state stays).
-			m = sessionMember{raw: bytes.Clone(vals[i]), red: bytes.Clone(r[2+len(enc) : len(r)-1])}
+			// A copy, not a slice of r: a member that stays the same over
+			// later snapshots must not keep the whole redaction it first
+			// came in alive (a session that was once large, its messages
+			// since reset, would keep it for as long as, say, an
+			// extension's state stays).
+			m = sessionMember{sum: sum, red: bytes.Clone(r[2+len(enc) : len(r)-1])}
 			c.members[k] = m
 		}
 		if n > 0 {

@@ -37,6 +37,9 @@ func TestSessionCacheMatchesJSON(t *testing.T) {
 		`[1,2]`,
 		`{}`,
 		`{"a":"<&>\u2028","b":"caf\u00e9"}`,
+		// A member that changes and keeps its length.
+		`{"version":1,"messages":[{"text":"first"}],"extensions":{}}`,
+		`{"version":1,"messages":[{"text":"fir5t"}],"extensions":{}}`,
 		`{"a":1} trailing`,
 		`{"a":"x"`,
 		`{"a":[1,}`,
@@ -142,9 +145,38 @@ func TestSessionCacheLetsOldDocumentsGo(t *testing.T) {
 		t.Error("the first document is still alive through the cache's members")
 	}
 	for k, m := range c.members {
-		if cap(m.raw) > len(small) || cap(m.red) > 2*len(small) {
-			t.Errorf("member %s keeps %d and %d bytes of room", k, cap(m.raw), cap(m.red))
+		if cap(m.red) > 2*len(small) {
+			t.Errorf("member %s keeps %d bytes of room", k, cap(m.red))
 		}
 	}
 	runtime.KeepAlive(small)
+}
+
+// TestSessionCacheUnchanged checks that the cache, which knows the last
+// document written by its length and hash, tells it from another of the
+// same length or a different one, and from none after a failed write.
+func TestSessionCacheUnchanged(t *testing.T) {
+	var c sessionCache
+	a := []byte(`{"messages":["aaaa"]}`)
+	b := []byte(`{"messages":["aaab"]}`)
+	if c.unchanged(a) {
+		t.Fatal("a document is unchanged before any was written")
+	}
+	c.written(a)
+	switch {
+	case !c.unchanged(bytes.Clone(a)):
+		t.Error("the document written is not unchanged")
+	case c.unchanged(b):
+		t.Error("another document of the same length is unchanged")
+	case c.unchanged(a[:len(a)-1]):
+		t.Error("a shorter document is unchanged")
+	}
+	c.written(nil)
+	if c.unchanged(a) {
+		t.Error("a document is unchanged after a failed write")
+	}
+	c.written([]byte{})
+	if !c.unchanged(nil) || c.unchanged(a) {
+		t.Error("an empty document written: want it, and only it, unchanged")
+	}
 }
