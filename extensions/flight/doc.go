@@ -78,7 +78,9 @@
 // snapshot of a session that did not change since the last one writes
 // nothing, and one of a session that changed redacts again only the
 // top-level members of the saved session (the messages, the extensions'
-// states, …) whose JSON changed. A span snapshot costs what the spans
+// states, …) whose JSON changed. Of the session the recorder keeps its
+// last redaction alone, about the session's size; it knows the saved
+// JSON of the last snapshot and of each member by length and hash. A span snapshot costs what the spans
 // that ended since the previous one cost: it appends them as one OTLP
 // JSON line (hex IDs) to spans.jsonl, and rewrites spans.json with the
 // whole span buffer only when the log passes 8 MiB, at Close, and when
