@@ -56,19 +56,16 @@ type sessionMember struct {
 	red []byte
 }
 
-// unchanged reports whether data is what the last snapshot wrote.
-func (c *sessionCache) unchanged(data []byte) bool {
-	return c.last.n1 != 0 && c.sum(data) == c.last
+// unchanged returns data's sum, for written, and reports whether data is
+// what the last snapshot wrote.
+func (c *sessionCache) unchanged(data []byte) (sessionSum, bool) {
+	s := c.sum(data)
+	return s, c.last.n1 != 0 && s == c.last
 }
 
-// written records data as what the last snapshot wrote (nil: unknown).
-func (c *sessionCache) written(data []byte) {
-	if data == nil {
-		c.last = sessionSum{}
-		return
-	}
-	c.last = c.sum(data)
-}
+// written records the sum of what the last snapshot wrote (the zero
+// sessionSum: unknown, after a failed write).
+func (c *sessionCache) written(s sessionSum) { c.last = s }
 
 // redact returns red.JSON(data), redacting again only the members of the
 // top-level object that changed since the last call. A document it cannot

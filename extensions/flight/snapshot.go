@@ -223,14 +223,18 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 		found = x.queueSessionPart
 	}
 	data, err = sessionRefs(data, x.sums, found)
-	if err == nil && x.sess.unchanged(data) {
-		// What session.json holds already: nothing to redact or write.
-		// sessTook keeps the cost of the last snapshot written, which a
-		// changed session's next one will have.
-		if x.partsDirty.Load() {
-			x.kickSnapshot()
+	var sum sessionSum
+	if err == nil {
+		var same bool
+		if sum, same = x.sess.unchanged(data); same {
+			// What session.json holds already: nothing to redact or
+			// write. sessTook keeps the cost of the last snapshot
+			// written, which a changed session's next one will have.
+			if x.partsDirty.Load() {
+				x.kickSnapshot()
+			}
+			return
 		}
-		return
 	}
 	var red []byte
 	if err == nil {
@@ -240,10 +244,10 @@ func (x *Extension) snapshotSession(ctx context.Context) {
 		err = writeFileAtomic(filepath.Join(x.dir, recording.SessionSnapshot), red)
 	}
 	if err != nil {
-		x.sess.written(nil)
+		x.sess.written(sessionSum{})
 		x.ec.Logger().Warn("flight: session snapshot failed", "err", err)
 	} else {
-		x.sess.written(data)
+		x.sess.written(sum)
 	}
 	if x.partsDirty.Load() {
 		x.kickSnapshot()
