@@ -359,10 +359,7 @@ func (a *Agent) intercept(ctx context.Context, info *RunInfo, core RunFunc) *Run
 func (a *Agent) turn(ctx context.Context, res *RunResult, input string, msg *Message, rs *resumeState, info *RunInfo) *RunResult {
 	s := a.snap.Load()
 	if len(s.hooks[EventRunStart]) > 0 {
-		evs := getEvents()
-		evs[0] = Event{Type: EventRunStart, RunID: res.RunID, Input: input, Attempt: info.Attempt, Recovered: info.Recovered}
-		a.emit(ctx, s, &evs[0])
-		putEvents(evs)
+		a.emitPooled(ctx, s, Event{Type: EventRunStart, RunID: res.RunID, Input: input, Attempt: info.Attempt, Recovered: info.Recovered})
 	}
 	var msgStart int
 	if rs == nil {
@@ -518,10 +515,7 @@ func (a *Agent) finish(ctx context.Context, res *RunResult, msgStart int, err er
 		if ctx.Done() != nil { // as above: and a value lookup through the shield allocates
 			ectx = context.WithoutCancel(ctx)
 		}
-		evs := getEvents()
-		evs[0] = Event{Type: EventRunEnd, RunID: res.RunID, Step: res.Steps, Result: res, Err: res.Err}
-		a.emit(ectx, s, &evs[0])
-		putEvents(evs)
+		a.emitPooled(ectx, s, Event{Type: EventRunEnd, RunID: res.RunID, Step: res.Steps, Result: res, Err: res.Err})
 	}
 	return res
 }
@@ -1076,6 +1070,14 @@ func (a *Agent) emit(ctx context.Context, s *snapshot, ev *Event) {
 // room of one serves the next: with the hooks of an observer such as the
 // flight recorder, a run allocates no event.
 var eventPool = sync.Pool{New: func() any { return new([2]Event) }}
+
+// emitPooled emits ev from eventPool's room (see emit).
+func (a *Agent) emitPooled(ctx context.Context, s *snapshot, ev Event) {
+	evs := getEvents()
+	evs[0] = ev
+	a.emit(ctx, s, &evs[0])
+	putEvents(evs)
+}
 
 // getEvents returns room for two events from eventPool.
 func getEvents() *[2]Event { return eventPool.Get().(*[2]Event) }
