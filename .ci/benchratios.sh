@@ -47,19 +47,16 @@ go test -c -o "$bin/tracing.test" ./extensions/tracing
 go test -c -o "$bin/flight.test" ./extensions/flight
 
 # name binary benchmark N1 N2. Each N2 - N1 is about two seconds of CPU
-# or more: with windows of 0.2-0.4 s (BenchmarkRun and BenchmarkFloor at
-# 50,000 and 250,000) a burst of the machine's load lands on one side of a
-# ratio, and five rounds of Run / Floor read 1.65-2.33; with both at
-# 250,000 and 1,250,000, five rounds in the same hour read 1.90-2.03
-# (Floor, at ~1 µs a run, now runs twice as many); a busier hour still
-# spreads them (1.63-2.58 in a later run). FullStack's spills-2000
-# set-up, about 1.5 s, varies by a few tenths: its N2 - N1 must be worth
-# seconds. FullStack's N1 is past the flight recorder's warm-up, its
-# buffers growing to their size and its first snapshot of a full span
-# buffer, about 1 s in, and N2 - N1 spans several snapshot intervals: with
-# N1 = 5,000 (0.15 s) and N2 = 45,000, the window held that one-time work
-# every time and one snapshot or two by chance, and the per-op values of
-# one binary ranged over 29-38 µs.
+# or more, so that a burst of the machine's load does not land on one side
+# of a ratio (docs/benchmarking.md, "CPU time per operation", step 5, has
+# the rounds that showed it). FullStack's spills-2000 set-up, about 1.5 s,
+# varies by a few tenths: its N2 - N1 must be worth seconds. FullStack's
+# N1 is past the flight recorder's warm-up, its buffers growing to their
+# size and its first snapshot of a full span buffer, about 1 s in, and
+# N2 - N1 spans several snapshot intervals: with N1 = 5,000 (0.15 s) and
+# N2 = 45,000, the window held that one-time work every time and one
+# snapshot or two by chance, and the per-op values of one binary ranged
+# over 29-38 µs.
 benches=(
 	"run harness BenchmarkRun\$ 250000 1250000"
 	"floor harness BenchmarkFloor\$ 500000 2500000"
