@@ -564,7 +564,11 @@ func appendInt(dst []byte, key string, n int64) []byte {
 // event must have a kind.
 func ParseEvent(line []byte) (Event, error) {
 	var e Event
-	if !parseFast(line, &e) {
+	if isBinLine(line) {
+		if err := parseBin(line, &e); err != nil {
+			return Event{}, err
+		}
+	} else if !parseFast(line, &e) {
 		e = Event{}
 		if err := json.Unmarshal(line, &e); err != nil {
 			return e, err

@@ -16,7 +16,6 @@ import (
 	"unsafe"
 
 	"github.com/harnessx/harnessx/harness"
-	"github.com/harnessx/harnessx/internal/jsonenc"
 	"github.com/harnessx/harnessx/internal/otlpjson"
 	"github.com/harnessx/harnessx/internal/recording"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -579,9 +578,11 @@ func (x *Extension) recordExtensionErrorOf(ev *harness.Event, err error) {
 // event of runID.
 func (x *Extension) sawExtensionError(runID string) bool {
 	found := false
-	want := jsonenc.AppendString(nil, runID)
 	x.eachRingRun(func(line, run []byte) bool {
-		found = bytes.Equal(run, want) && bytes.Contains(line, []byte(`"kind":"extension_error"`))
+		if string(run) == runID {
+			e, err := ParseEvent(line)
+			found = err == nil && e.Kind == KindExtensionError
+		}
 		return !found
 	})
 	return found
@@ -649,7 +650,7 @@ func (x *Extension) record(e *Event) {
 	}
 	form, carrier, failures := x.lineFormLocked(e)
 	x.enc.form = form
-	line, evicted := x.ring.add(carrier, func(dst []byte) []byte { return appendEventCached(dst, e, x.red, &x.enc) })
+	line, evicted := x.ring.add(carrier, func(dst []byte) []byte { return appendEventBin(dst, e, x.red, &x.enc) })
 	if evicted {
 		x.evicted++
 	}
@@ -877,11 +878,13 @@ func (x *Extension) registerSpans() {
 // runIDOf finds the run of a tool call in the ring.
 func runIDOf(x *Extension, callID string) string {
 	var run string
-	needle := jsonenc.AppendString([]byte(`"call_id":`), callID)
-	x.eachRingRun(func(line, runJSON []byte) bool {
-		if runJSON != nil && bytes.Contains(line, needle) {
+	// A line holds the call ID's bytes as they are unless they need
+	// escaping (see escapeLine).
+	plain := !strings.ContainsAny(callID, "\n\x1b")
+	x.eachRingRun(func(line, lineRun []byte) bool {
+		if lineRun != nil && (!plain || bytes.Contains(line, []byte(callID))) {
 			if e, err := ParseEvent(line); err == nil && e.CallID == callID {
-				_ = json.Unmarshal(runJSON, &run)
+				run = string(lineRun)
 			}
 		}
 		return true

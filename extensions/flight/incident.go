@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/harnessx/harnessx/harness"
-	"github.com/harnessx/harnessx/internal/jsonenc"
 	"github.com/harnessx/harnessx/internal/otlpspans"
 	"github.com/harnessx/harnessx/internal/recording"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -45,10 +44,6 @@ type bundleResult struct {
 // span records. It is cheap: no decoding, no conversion.
 func (x *Extension) capture(reason, runID string) *bundleJob {
 	job := &bundleJob{reason: reason, runID: runID, now: x.cfg.now()}
-	var want []byte
-	if runID != "" {
-		want = jsonenc.AppendString(nil, runID)
-	}
 	var size int
 	x.mu.Lock()
 	if runID == "" {
@@ -57,7 +52,7 @@ func (x *Extension) capture(reason, runID string) *bundleJob {
 	job.gone = bytes.Clone(x.ring.gone)
 	var idx [][]byte
 	x.ring.eachRun(func(l, run []byte) bool {
-		if len(l) > 0 && (want == nil || bytes.Equal(run, want)) {
+		if len(l) > 0 && (runID == "" || string(run) == runID) {
 			idx = append(idx, l)
 			size += len(l)
 		}

@@ -1,7 +1,5 @@
 package flight
 
-import "bytes"
-
 // eventRing keeps the encoded lines of the last events, in one arena of
 // fixed-size slots: the garbage collector follows no pointer into it
 // (with a slice a slot, it would follow thousands at every cycle). A line
@@ -121,9 +119,7 @@ func (x *Extension) eachRingRun(fn func(line, run []byte) bool) {
 }
 
 // eachRun calls fn with each line, oldest first, and the run ID the line
-// carries or names, as JSON (nil: none), until fn returns false. It
-// decodes no line: it finds the run ID by its key (a string value cannot
-// hold `,"`, so the first `,"run_id":` of a line is the field).
+// carries or names (nil: none), until fn returns false.
 func (r *eventRing) eachRun(fn func(line, run []byte) bool) {
 	var runs lineRuns
 	runs.runOf(r.gone)
@@ -133,54 +129,19 @@ func (r *eventRing) eachRun(fn func(line, run []byte) bool) {
 // lineRuns follows the run IDs of lines in the order they were recorded.
 type lineRuns struct {
 	seq uint64 // of the last line that carried a run ID
-	run []byte // its run ID, as JSON
+	run []byte // its run ID
 }
 
-var (
-	runIDKey = []byte(`,"run_id":`)
-	refKey   = []byte(`,"ref":`)
-)
-
 // runOf returns the run ID that line carries, or that the line it names
-// (by ref) carries, as JSON; nil when it has none or names a line not
-// seen.
+// (by ref) carries; nil when it has none or names a line not seen.
 func (l *lineRuns) runOf(line []byte) []byte {
-	if i := bytes.Index(line, runIDKey); i >= 0 {
-		run := jsonString(line[i+len(runIDKey):])
-		l.seq, l.run = leadingUint(bytes.TrimPrefix(line, []byte(`{"seq":`))), run
+	seq, run, ref := binLineIDs(line)
+	if run != nil {
+		l.seq, l.run = seq, run
 		return run
 	}
-	if i := bytes.Index(line, refKey); i >= 0 && l.seq != 0 && leadingUint(line[i+len(refKey):]) == l.seq {
+	if ref != 0 && l.seq != 0 && ref == l.seq {
 		return l.run
 	}
 	return nil
-}
-
-// jsonString returns the JSON string at the start of b, quotes included
-// (nil when b does not start with a whole one).
-func jsonString(b []byte) []byte {
-	if len(b) == 0 || b[0] != '"' {
-		return nil
-	}
-	for i := 1; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return b[:i+1]
-		}
-	}
-	return nil
-}
-
-// leadingUint returns the decimal number at the start of b (0: none).
-func leadingUint(b []byte) uint64 {
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n
 }
