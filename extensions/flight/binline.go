@@ -7,29 +7,34 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/crc32"
+	"slices"
 	"time"
 )
 
 // The recorder's ring and journal hold binary event lines (journal
 // format 2; recordings written before it hold JSON lines, which
 // [ParseEvent] still reads). A binary line is the byte binLineVersion,
-// the event's fields, and the CRC-32C of both, little-endian; then every
-// newline, carriage return and binEsc byte of all that is escaped
-// (binEsc followed by escNewline, escCR or escEsc) and a newline ends the
-// line. So the journal's framing stays the JSON lines' (a line per event,
-// a torn last line has no newline; a line reader that drops a carriage
-// return before the newline, as bufio.Scanner does, drops nothing), and a
-// damaged line fails its checksum instead of reading as a different
-// event.
+// the event's fields, the CRC-32C of all that and a newline. No byte of a
+// line but its last is a newline, a carriage return or binEsc unless a
+// string value holds it, and then it is escaped (binEsc followed by
+// escNewline, escCR or escEsc): so the journal's framing stays the JSON
+// lines' (a line per event, a torn last line has no newline; a line
+// reader that drops a carriage return before the newline, as
+// bufio.Scanner does, drops nothing), and a damaged line fails its
+// checksum instead of reading as another event.
 //
-// A field is a tag byte (the field's number shifted left by one; the low
-// bit 1 when a length-prefixed byte string follows, 0 when a uvarint
-// does) and its value; fields that are empty in the event are left out,
-// as the JSON line leaves them out. Signed numbers are zigzag uvarints.
-// IDs that the recorder holds raw (the trace and span ID, the prefix key)
-// are written raw, not as hex: an event is about a third of its JSON
-// line's bytes and is encoded in about half the instructions. A reader
-// skips fields it does not know.
+// A field is a tag byte (0x80 | the field's number << 1 | 1 when a byte
+// string follows, 0 when a number does) and its value; fields that are
+// empty in the event are left out, as the JSON line leaves them out. A
+// number is written seven bits a byte, low bits first, with the high bit
+// set, and its last six bits as 0x40 | bits (see appendNum); signed ones
+// zigzag. A byte string is its length (as written, escapes included) and
+// its bytes. IDs that the recorder holds raw (the trace and span ID, the
+// prefix key) are written six bits a byte as 0x40 | bits, not as hex;
+// the checksum is written so too. Every byte that is not a string's is so
+// 0x40 or more. An event is about a third of its JSON line's bytes and is
+// encoded in about two thirds of the instructions. A reader skips fields
+// it does not know.
 const (
 	binLineVersion = 0x01 // a JSON line starts with '{' or white space
 	binEsc         = 0x1b
@@ -82,6 +87,14 @@ const (
 	bfFailedEvent
 	bfReason
 	bfPath
+	bfTime // Unix nanoseconds as a word (see appendBinWord), for a time that has them (else bfTimeSec and bfTimeNsec)
+)
+
+// The Unix seconds within which a time has Unix nanoseconds (years 1678 to
+// 2262), with a second to spare at each end.
+const (
+	minUnixNanoSec = -9223372036 + 1
+	maxUnixNanoSec = 9223372036 - 1
 )
 
 // binKinds numbers the recorder's kinds (from 1) for bfKind. Numbers are
@@ -121,26 +134,189 @@ func binKindCode(k Kind) uint64 {
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-func tagVarint(f int) byte { return byte(f << 1) }
-func tagBytes(f int) byte  { return byte(f<<1 | 1) }
+func tagNum(f int) byte   { return byte(0x80 | f<<1) }
+func tagBytes(f int) byte { return byte(0x80 | f<<1 | 1) }
+
+// appendNum appends n seven bits a byte, low bits first, each byte with
+// its high bit set, then its last six bits or fewer as 0x40 | bits: no
+// byte is below 0x40.
+func appendNum(dst []byte, n uint64) []byte {
+	for n >= 0x40 {
+		dst = append(dst, 0x80|byte(n&0x7f))
+		n >>= 7
+	}
+	return append(dst, 0x40|byte(n))
+}
+
+// num decodes the number at the start of b and returns it and its
+// length (0: malformed).
+func num(b []byte) (uint64, int) {
+	var n uint64
+	for i, shift := 0, uint(0); i < len(b) && i < 11; i, shift = i+1, shift+7 {
+		c := b[i]
+		switch {
+		case c >= 0x80:
+			n |= uint64(c&0x7f) << shift
+		case c >= 0x40:
+			if shift == 63 && c > 0x41 {
+				return 0, 0 // past 64 bits
+			}
+			return n | uint64(c&0x3f)<<shift, i + 1
+		default:
+			return 0, 0
+		}
+	}
+	return 0, 0
+}
 
 func appendBinUint(dst []byte, f int, n uint64) []byte {
 	if n == 0 {
 		return dst
 	}
-	return binary.AppendUvarint(append(dst, tagVarint(f)), n)
+	return appendNum(append(dst, tagNum(f)), n)
 }
 
 func appendBinInt(dst []byte, f int, n int64) []byte {
 	if n == 0 {
 		return dst
 	}
-	return binary.AppendVarint(append(dst, tagVarint(f)), n)
+	return appendNum(append(dst, tagNum(f)), uint64(n<<1^n>>63))
 }
 
+// sixes64 is the length of a 64-bit word written six bits a byte.
+const sixes64 = 11
+
+// putSixes writes v six bits a byte as 0x40 | bits, low bits first, into
+// out[:sixes64].
+func putSixes(out []byte, v uint64) {
+	_ = out[sixes64-1]
+	out[0] = 0x40 | byte(v&0x3f)
+	out[1] = 0x40 | byte(v>>6&0x3f)
+	out[2] = 0x40 | byte(v>>12&0x3f)
+	out[3] = 0x40 | byte(v>>18&0x3f)
+	out[4] = 0x40 | byte(v>>24&0x3f)
+	out[5] = 0x40 | byte(v>>30&0x3f)
+	out[6] = 0x40 | byte(v>>36&0x3f)
+	out[7] = 0x40 | byte(v>>42&0x3f)
+	out[8] = 0x40 | byte(v>>48&0x3f)
+	out[9] = 0x40 | byte(v>>54&0x3f)
+	out[10] = 0x40 | byte(v>>60)
+}
+
+// getSixes reads what putSixes wrote; false when a byte is not of the
+// form 0x40 | bits or the bits exceed 64.
+func getSixes(b []byte) (uint64, bool) {
+	_ = b[sixes64-1]
+	var v uint64
+	for i := range sixes64 {
+		c := b[i]
+		if c&0xc0 != 0x40 {
+			return 0, false
+		}
+		v |= uint64(c&0x3f) << (6 * i)
+	}
+	return v, b[sixes64-1]&0x30 == 0 // 10 × 6 + 4 bits
+}
+
+// appendSixes appends b, whose length is a multiple of eight, as its
+// little-endian 64-bit words written by putSixes.
+func appendSixes(dst, b []byte) []byte {
+	n, size := len(dst), len(b)/8*sixes64
+	if cap(dst)-n < size {
+		dst = slices.Grow(dst, size)
+	}
+	dst = dst[:n+size]
+	for len(b) >= 8 {
+		putSixes(dst[n:], binary.LittleEndian.Uint64(b))
+		b, n = b[8:], n+sixes64
+	}
+	return dst
+}
+
+// appendBinWord appends field f: the 64-bit word v, as appendSixes
+// writes it.
+func appendBinWord(dst []byte, f int, v uint64) []byte {
+	n := len(dst)
+	if cap(dst)-n < 2+sixes64 {
+		dst = slices.Grow(dst, 2+sixes64)
+	}
+	dst = dst[:n+2+sixes64]
+	dst[n], dst[n+1] = tagBytes(f), 0x40|sixes64
+	putSixes(dst[n+2:], v)
+	return dst
+}
+
+// fromSixes decodes appendSixes' output into dst; false when s does not
+// hold len(dst) bytes so written.
+func fromSixes(dst, s []byte) bool {
+	if len(dst)%8 != 0 || len(s) != len(dst)/8*sixes64 {
+		return false
+	}
+	for i := 0; i < len(dst); i += 8 {
+		v, ok := getSixes(s[i/8*sixes64:])
+		if !ok {
+			return false
+		}
+		binary.LittleEndian.PutUint64(dst[i:], v)
+	}
+	return true
+}
+
+// appendBinRaw appends field f: raw bytes (a multiple of eight), six bits
+// a byte.
+func appendBinRaw(dst []byte, f int, b []byte) []byte {
+	dst = append(dst, tagBytes(f), 0x40|byte(len(b)/8*sixes64))
+	return appendSixes(dst, b)
+}
+
+// escTab marks the bytes a string value escapes.
+var escTab = [256]uint8{'\n': 1, '\r': 1, binEsc: 1}
+
+// hasEsc reports whether s holds a byte that escTab marks, eight bytes a
+// step.
+func hasEsc[S string | []byte](s S) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		a, b, c := x^('\n'*ones), x^('\r'*ones), x^(binEsc*ones)
+		if ((a-ones)&^a|(b-ones)&^b|(c-ones)&^c)&highs != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if escTab[s[i]] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendBinBytes appends field f: s, its newlines, carriage returns and
+// binEsc bytes escaped.
 func appendBinBytes[S string | []byte](dst []byte, f int, s S) []byte {
-	dst = binary.AppendUvarint(append(dst, tagBytes(f)), uint64(len(s)))
-	return append(dst, s...)
+	if !hasEsc(s) {
+		return append(appendNum(append(dst, tagBytes(f)), uint64(len(s))), s...)
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n += int(escTab[s[i]])
+	}
+	dst = appendNum(append(dst, tagBytes(f)), uint64(len(s)+n))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\n':
+			dst = append(dst, binEsc, escNewline)
+		case '\r':
+			dst = append(dst, binEsc, escCR)
+		case binEsc:
+			dst = append(dst, binEsc, escEsc)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // appendBinStr appends field f with s redacted by red (when not nil),
@@ -195,12 +371,14 @@ func appendEventBin(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	start := len(dst)
 	dst = append(dst, binLineVersion)
 	dst = appendBinUint(dst, bfSeq, e.Seq)
-	if !e.Time.IsZero() {
-		dst = appendBinInt(dst, bfTimeSec, e.Time.Unix())
+	if sec := e.Time.Unix(); sec > minUnixNanoSec && sec < maxUnixNanoSec {
+		dst = appendBinWord(dst, bfTime, uint64(e.Time.UnixNano()))
+	} else if !e.Time.IsZero() {
+		dst = appendBinInt(dst, bfTimeSec, sec)
 		dst = appendBinUint(dst, bfTimeNsec, uint64(e.Time.Nanosecond()))
 	}
 	if k := binKindCode(e.Kind); k != 0 {
-		dst = append(dst, tagVarint(bfKind), byte(k))
+		dst = append(dst, tagNum(bfKind), 0x40|byte(k))
 	} else {
 		dst = c.appendBinField(dst, fieldKind, bfKindStr, string(e.Kind), nil)
 	}
@@ -221,10 +399,10 @@ func appendEventBin(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	if e.TraceID == "" && e.sc.IsValid() {
 		if form.ref == 0 {
 			tid := e.sc.TraceID()
-			dst = appendBinBytes(dst, bfTraceRaw, tid[:])
+			dst = appendBinRaw(dst, bfTraceRaw, tid[:])
 		}
 		sid := e.sc.SpanID()
-		dst = appendBinBytes(dst, bfSpanRaw, sid[:])
+		dst = appendBinRaw(dst, bfSpanRaw, sid[:])
 	} else {
 		if form.ref == 0 {
 			dst = appendBinStr(dst, bfTrace, e.TraceID, nil)
@@ -239,7 +417,7 @@ func appendEventBin(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	dst = c.appendBinField(dst, fieldStopReason, bfStopReason, e.StopReason, red)
 	dst = appendBinInt(dst, bfMessages, int64(e.Messages))
 	if e.Prefix == "" && e.hasPrefix {
-		dst = appendBinBytes(dst, bfPrefixRaw, e.prefix[:])
+		dst = appendBinRaw(dst, bfPrefixRaw, e.prefix[:])
 	} else {
 		dst = appendBinStr(dst, bfPrefix, e.Prefix, nil)
 	}
@@ -253,7 +431,7 @@ func appendEventBin(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	dst = appendBinStr(dst, bfText, e.Text, red)
 	dst = appendBinInt(dst, bfSize, int64(e.Size))
 	if e.Truncated {
-		dst = append(dst, tagVarint(bfTruncated), 1)
+		dst = append(dst, tagNum(bfTruncated), 0x41)
 	}
 	if len(e.Parts) > 0 {
 		dst = appendBinParts(dst, e.Parts, red)
@@ -265,8 +443,21 @@ func appendEventBin(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	dst = appendBinStr(dst, bfFailedEvent, e.FailedEvent, nil)
 	dst = appendBinStr(dst, bfReason, e.Reason, red)
 	dst = appendBinStr(dst, bfPath, e.Path, red)
-	dst = binary.LittleEndian.AppendUint32(dst, crc32.Update(0, crcTable, dst[start:]))
-	return escapeLine(dst, start)
+	sum := crc32.Update(0, crcTable, dst[start:])
+	n := len(dst)
+	if cap(dst)-n < crcLen+1 {
+		dst = slices.Grow(dst, crcLen+1)
+	}
+	dst = dst[:n+crcLen+1]
+	out := dst[n : n+crcLen+1]
+	out[0] = 0x40 | byte(sum&0x3f)
+	out[1] = 0x40 | byte(sum>>6&0x3f)
+	out[2] = 0x40 | byte(sum>>12&0x3f)
+	out[3] = 0x40 | byte(sum>>18&0x3f)
+	out[4] = 0x40 | byte(sum>>24&0x3f)
+	out[5] = 0x40 | byte(sum>>30)
+	out[6] = '\n'
+	return dst
 }
 
 // appendBinParts appends the bfParts field: the JSON array appendParts
@@ -278,37 +469,6 @@ func appendBinParts(dst []byte, parts []PartRef, red *Redactor) []byte {
 	return appendBinBytes(dst, bfParts, arr)
 }
 
-// escapeLine escapes the newlines, carriage returns and binEsc bytes of
-// dst[start:] in place and appends the newline that ends the line.
-func escapeLine(dst []byte, start int) []byte {
-	b := dst[start:]
-	n := bytes.Count(b, []byte{'\n'}) + bytes.Count(b, []byte{'\r'}) + bytes.Count(b, []byte{binEsc})
-	if n == 0 {
-		return append(dst, '\n')
-	}
-	end := len(dst)
-	dst = append(dst, make([]byte, n+1)...)
-	dst[len(dst)-1] = '\n'
-	j := len(dst) - 2 // the last byte not written yet; always at or after i
-	for i := end - 1; i >= start; i-- {
-		switch c := dst[i]; c {
-		case '\n':
-			dst[j-1], dst[j] = binEsc, escNewline
-			j -= 2
-		case '\r':
-			dst[j-1], dst[j] = binEsc, escCR
-			j -= 2
-		case binEsc:
-			dst[j-1], dst[j] = binEsc, escEsc
-			j -= 2
-		default:
-			dst[j] = c
-			j--
-		}
-	}
-	return dst
-}
-
 var (
 	errBinLine     = errors.New("flight: malformed binary event line")
 	errBinChecksum = errors.New("flight: binary event line fails its checksum")
@@ -318,53 +478,64 @@ var (
 // JSON one).
 func isBinLine(line []byte) bool { return len(line) > 0 && line[0] == binLineVersion }
 
-// unescapeLine returns the bytes of the binary line (without its newline)
-// as they were before escaping, and whether the escapes were well formed.
-// It returns line itself when nothing is escaped.
-func unescapeLine(line []byte) ([]byte, bool) {
+// crcLen is the length of a line's checksum as written: 32 bits six a
+// byte.
+const crcLen = 6
+
+// binBody checks line's form and, when verify is true, its checksum, and
+// returns its fields. A line of the ring, which no disk or crash touched,
+// needs no checksum.
+func binBody(line []byte, verify bool) ([]byte, error) {
 	line = bytes.TrimSuffix(line, []byte{'\n'})
-	i := bytes.IndexByte(line, binEsc)
-	if i < 0 {
-		return line, true
+	if len(line) < 1+crcLen || line[0] != binLineVersion {
+		return nil, errBinLine
 	}
-	out := make([]byte, i, len(line))
-	copy(out, line)
-	for ; i < len(line); i++ {
-		c := line[i]
+	n := len(line) - crcLen
+	if verify {
+		var sum uint64
+		for i, c := range line[n:] {
+			if c&0xc0 != 0x40 {
+				return nil, errBinLine
+			}
+			sum |= uint64(c&0x3f) << (6 * i)
+		}
+		if sum != uint64(crc32.Update(0, crcTable, line[:n])) {
+			return nil, errBinChecksum
+		}
+	}
+	return line[1:n], nil
+}
+
+// unescape returns the string value v without its escapes; false when
+// they are malformed.
+func unescape(v []byte) (string, bool) {
+	i := bytes.IndexByte(v, binEsc)
+	if i < 0 {
+		return string(v), true
+	}
+	out := make([]byte, i, len(v))
+	copy(out, v)
+	for ; i < len(v); i++ {
+		c := v[i]
 		if c == binEsc {
-			if i+1 == len(line) {
-				return nil, false
+			if i+1 == len(v) {
+				return "", false
 			}
 			i++
-			switch line[i] {
+			switch v[i] {
 			case escNewline:
 				c = '\n'
-			case escEsc:
-				c = binEsc
 			case escCR:
 				c = '\r'
+			case escEsc:
+				c = binEsc
 			default:
-				return nil, false
+				return "", false
 			}
 		}
 		out = append(out, c)
 	}
-	return out, true
-}
-
-// binBody checks line's escapes and, when verify is true, its checksum,
-// and returns its fields. A line of the ring, which no disk or crash
-// touched, needs no checksum.
-func binBody(line []byte, verify bool) ([]byte, error) {
-	b, ok := unescapeLine(line)
-	if !ok || len(b) < 5 || b[0] != binLineVersion {
-		return nil, errBinLine
-	}
-	n := len(b) - 4
-	if verify && crc32.Update(0, crcTable, b[:n]) != binary.LittleEndian.Uint32(b[n:]) {
-		return nil, errBinChecksum
-	}
-	return b[1:n], nil
+	return string(out), true
 }
 
 // binField is one field of a binary line: its number and its value.
@@ -378,12 +549,12 @@ type binField struct {
 // nextBinField decodes the field at the start of b and returns it and the
 // rest of b.
 func nextBinField(b []byte) (binField, []byte, error) {
-	if len(b) == 0 {
+	if len(b) == 0 || b[0] < 0x80 {
 		return binField{}, nil, errBinLine
 	}
-	f := binField{num: int(b[0] >> 1), isStr: b[0]&1 == 1}
-	u, n := binary.Uvarint(b[1:])
-	if n <= 0 {
+	f := binField{num: int(b[0]&0x7f) >> 1, isStr: b[0]&1 == 1}
+	u, n := num(b[1:])
+	if n == 0 {
 		return f, nil, errBinLine
 	}
 	b = b[1+n:]
@@ -398,7 +569,7 @@ func nextBinField(b []byte) (binField, []byte, error) {
 	return f, b[u:], nil
 }
 
-// zigzag decodes a signed uvarint.
+// zigzag decodes a signed number.
 func zigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // parseBin decodes the binary line into e (as ParseEvent decodes a JSON
@@ -433,12 +604,17 @@ func parseBin(line []byte, e *Event) error {
 // field's type. A field of an unknown number is skipped.
 func binSetField(e *Event, f binField, sec *int64, nsec *uint64, hasTime *bool) bool {
 	str := func(dst *string) bool {
-		*dst = string(f.b)
-		return f.isStr
+		v, ok := unescape(f.b)
+		*dst = v
+		return f.isStr && ok
 	}
 	hexOf := func(dst *string, n int) bool {
-		*dst = hex.EncodeToString(f.b)
-		return f.isStr && len(f.b) == n
+		var raw [32]byte
+		if !f.isStr || !fromSixes(raw[:n], f.b) {
+			return false
+		}
+		*dst = hex.EncodeToString(raw[:n])
+		return true
 	}
 	num := func(dst *int64) bool {
 		*dst = zigzag(f.u)
@@ -456,6 +632,16 @@ func binSetField(e *Event, f binField, sec *int64, nsec *uint64, hasTime *bool) 
 		*hasTime = true
 		*nsec = f.u
 		return !f.isStr
+	case bfTime:
+		var w [8]byte
+		ok := f.isStr && fromSixes(w[:], f.b)
+		ns := int64(binary.LittleEndian.Uint64(w[:]))
+		*hasTime = true
+		*sec, *nsec = ns/1e9, uint64(ns%1e9)
+		if ns < 0 && *nsec != 0 {
+			*sec, *nsec = *sec-1, uint64(ns%1e9+1e9)
+		}
+		return ok
 	case bfKind:
 		if f.isStr || f.u == 0 || f.u > uint64(len(binKinds)) {
 			return false
@@ -576,6 +762,10 @@ func binLineIDs(line []byte) (seq uint64, run []byte, ref uint64) {
 			seq = f.u
 		case bfRun:
 			run = f.b
+			if bytes.IndexByte(run, binEsc) >= 0 {
+				v, _ := unescape(run)
+				run = []byte(v)
+			}
 		case bfRef:
 			ref = f.u
 		}

@@ -2,13 +2,18 @@ package flight
 
 import (
 	"bytes"
+	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/harnessx/harnessx/harness"
+	"github.com/harnessx/harnessx/internal/recording"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -188,5 +193,58 @@ func TestBinLineDamage(t *testing.T) {
 		if _, err := ParseEvent(bad); err == nil {
 			t.Errorf("%q decodes", bad)
 		}
+	}
+}
+
+// TestReadJournalMixedFormats reads a recording that a process of format
+// 1 began (JSON lines in seg-00000001.jsonl) and a later process
+// continued (binary lines in seg-00000002.events, numbered from 1 again):
+// every event reads back whole, in order, and a binary line's ref names
+// a line of its own process, not the JSON line of the same number.
+func TestReadJournalMixedFormats(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(recording.InfoName, []byte(`{"format":"harnessx-flight-recording","version":1,"agent":"ag","session_id":"s1"}`))
+	const tm = `"time":"2026-12-03T08:00:00Z"`
+	write("seg-00000001.jsonl", []byte(""+
+		`{"seq":1,`+tm+`,"kind":"run_start","run_id":"r1","trace_id":"t1"}`+"\n"+
+		`{"seq":2,`+tm+`,"kind":"model_request","ref":1}`+"\n"))
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x0a, 0x1b, 0x0d}, SpanID: trace.SpanID{1}})
+	c := newEncCache(nil)
+	var seg []byte
+	c.form = lineForm{bare: true}
+	seg = appendEventBin(seg, &Event{Seq: 1, Time: time.Unix(5, 6), Kind: KindRunStart, Agent: "ag", SessionID: "s1", RunID: "r2", sc: sc}, nil, &c)
+	c.form = lineForm{bare: true, ref: 1}
+	seg = appendEventBin(seg, &Event{Seq: 2, Time: time.Unix(7, 8), Kind: KindRunEnd, Agent: "ag", SessionID: "s1", RunID: "r2", sc: sc, Status: "completed"}, nil, &c)
+	// A third process, whose line 1 was lost: its line 2 names that line,
+	// not the line 1 of a process before, and stays without IDs.
+	seg = appendEventBin(seg, &Event{Seq: 2, Kind: KindRunEnd, Ref: 1}, nil, nil)
+	write(recording.SegmentName(2), seg)
+
+	var got []string
+	st, err := ReadJournal(dir, func(e *Event) error {
+		got = append(got, fmt.Sprintf("%d %s %s %s %s %s %d", e.Seq, e.Kind, e.Agent, e.SessionID, e.RunID, e.TraceID, e.Ref))
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := hex.EncodeToString([]byte{0x0a, 0x1b, 0x0d, 15: 0})
+	want := []string{
+		"1 run_start ag s1 r1 t1 0",
+		"2 model_request ag s1 r1 t1 0",
+		"1 run_start ag s1 r2 " + tid + " 0",
+		"2 run_end ag s1 r2 " + tid + " 0",
+		"2 run_end ag s1   1",
+	}
+	if st.Events != 5 || st.Corrupt != 0 || st.Segments != 2 {
+		t.Errorf("stats %+v", st)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("read\n%q\nwant\n%q", got, want)
 	}
 }

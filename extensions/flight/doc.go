@@ -31,9 +31,9 @@
 // and triggers no incident bundle.
 //
 // Events go to two places: a bounded in-memory ring, and an append-only
-// journal of JSON lines ([Event] encoded, [ParseEvent] decodes them) in
-// size-capped segment files
-// (seg-00000001.jsonl, …, mode 0600) under <dir>/<session ID>/, where dir
+// journal of binary event lines ([Event] encoded, [ParseEvent] decodes
+// them) in size-capped segment files
+// (seg-00000001.events, …, mode 0600) under <dir>/<session ID>/, where dir
 // comes from [WithDir], else $HARNESSX_FLIGHT_DIR, else .harnessx/flight.
 // Past the journal's total cap the oldest segments are deleted
 // ([WithJournalOptions] sets the caps). An append
@@ -44,10 +44,20 @@
 // SIGKILL leaves on disk everything accepted more than a few tens of
 // milliseconds before, and readers skip a torn last line.
 //
-// A journal line leaves out what the recording or an earlier line already
-// says, which makes it about 40% shorter than the whole line of the same
-// event (as bundles hold it): fewer bytes kept and written, more events
-// within the caps. The ring holds the same lines, so that an event is
+// A journal line is binary: the event's fields as tags and varints, its
+// IDs raw, a CRC-32C; its newlines, carriage returns and escape bytes
+// escaped, so that a line is still a line and a torn last line has no
+// newline. It is about a third of the bytes of the event's JSON line and
+// takes about half the instructions to encode, and a damaged line fails
+// its checksum instead of reading as another event. Recordings written
+// before format 2 of recording.json hold JSON lines (seg-00000001.jsonl,
+// …), which every reader here still reads. To read a journal by eye,
+// export it: flightrec export writes a bundle whose events.jsonl holds
+// whole JSON lines.
+//
+// A journal line also leaves out what the recording or an earlier line
+// already says: fewer bytes kept and written, more events within the
+// caps. The ring holds the same lines, so that an event is
 // encoded once, and [Extension.Events] and bundles put back what they
 // leave out. The agent and session ID are left out when they are the
 // recording's (recording.json holds them); the run ID and trace ID are

@@ -9,9 +9,12 @@ import (
 
 // BenchmarkEncodeRunEvents encodes the events of one BenchmarkFullStack
 // run (two model calls and one tool call: eight events, the tool's two on
-// the tool's span, the others on the run's), with the default redactor,
-// through one encoding cache as the recorder does: the cost of turning a
-// run's events into lines, apart from the ring, the journal and the lock.
+// the tool's span, the others on the run's), with the default redactor:
+// "binary" as the recorder does, through one encoding cache, the run's
+// first line carrying its IDs and the others naming it; "json" as whole
+// JSON lines, as a bundle holds them. It is the cost of turning a run's
+// events into lines, apart from the ring, the journal and the lock; it
+// reports the lines' bytes a run.
 func BenchmarkEncodeRunEvents(b *testing.B) {
 	tid := trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	run := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8}, TraceFlags: 1})
@@ -33,17 +36,38 @@ func BenchmarkEncodeRunEvents(b *testing.B) {
 		evs[i].Agent, evs[i].SessionID, evs[i].RunID = "agent", "0123456789abcdef0123456789abcdef", "e0bd7f313977b148a046311e00000000"
 	}
 	red := NewRedactor(nil)
-	c := newEncCache(red)
-	buf := make([]byte, 0, 4096)
-	now := time.Now()
-	var seq uint64
-	b.ReportAllocs()
-	for b.Loop() {
-		for i := range evs {
-			seq++
-			evs[i].Seq = seq
-			evs[i].Time = now.Add(time.Duration(seq) * time.Microsecond)
-			buf = appendEventCached(buf[:0], &evs[i], red, &c)
+	for _, bin := range []bool{true, false} {
+		name := "json"
+		if bin {
+			name = "binary"
 		}
+		b.Run(name, func(b *testing.B) {
+			c := newEncCache(red)
+			buf := make([]byte, 0, 4096)
+			now := time.Now()
+			var seq uint64
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				buf = buf[:0]
+				first := seq + 1
+				for i := range evs {
+					seq++
+					evs[i].Seq = seq
+					evs[i].Time = now.Add(time.Duration(seq) * time.Microsecond)
+					if bin {
+						c.form = lineForm{bare: true}
+						if i > 0 {
+							c.form.ref = first
+						}
+						buf = appendEventBin(buf, &evs[i], red, &c)
+					} else {
+						buf = appendEvent(buf, &evs[i], red)
+					}
+				}
+				n = len(buf)
+			}
+			b.ReportMetric(float64(n), "bytes/run")
+		})
 	}
 }

@@ -130,343 +130,50 @@ func (e *Event) IsFailure() bool {
 
 // appendEvent appends e's JSON line (with the newline) to dst, passing
 // every text field through red. It writes the same keys as encoding/json
-// with the struct tags of Event, and does not allocate when dst has room
-// and nothing is redacted.
+// with the struct tags of Event. Bundles (events.jsonl) hold these lines;
+// the recorder's ring and journal hold binary ones (appendEventBin).
 func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
-	return appendEventCached(dst, e, red, nil)
-}
-
-// encCache keeps what consecutive events share, so that the recorder's
-// hot path formats it once: the text of the current second, the hex of
-// the current trace ID and span ID, the hex of the last two prefix keys,
-// and the digits of the last event number (the next is one more). The
-// zero value is ready; it is not safe for concurrent use.
-type encCache struct {
-	sec     int64 // Unix second of secText, when secOK
-	secOK   bool
-	secText [19]byte // 2006-01-02T15:04:05
-	tid     trace.TraceID
-	tidOK   bool
-	tidHex  [32]byte
-	sid     trace.SpanID // and of the current span ID: a span's events follow each other
-	sidOK   bool
-	sidHex  [16]byte
-	// seq is the last event number encoded, seqText[:seqLen] its digits
-	// (seqLen 0: none yet).
-	seq     uint64
-	seqText [20]byte
-	seqLen  int
-	// prefixes holds the hex of the last two prompt-cache prefix keys;
-	// prefixNext is the one to replace next.
-	prefixes   [2]prefixHex
-	prefixNext int
-	// form is what the next line encoded through the cache leaves out:
-	// the recorder sets it before each line (see Extension.record).
-	form lineForm
-	// The last agent, session ID and run ID (by keyed*), and their
-	// encoding with their keys.
-	keyed    [3]string
-	keyedEnc [3][]byte
-	// fields holds the redacted encodings of the last two values of each
-	// of the short fields that repeat from event to event (by field*),
-	// when fieldsOK: the redactor's result depends on the text alone.
-	// Two, because a field often alternates between two values: the
-	// stop reason of a run's tool call and of its answer, the status of
-	// a tool result and of the run's end. fieldNext says which of a
-	// field's two entries a new value replaces.
-	fields    [numFields][2]fieldEnc
-	fieldNext [numFields]uint8
-	fieldsOK  bool
-}
-
-// prefixHex is a prefix key with its hex.
-type prefixHex struct {
-	h   harness.Hash
-	ok  bool
-	hex [64]byte
-}
-
-// The fields of encCache.fields: values that recur across the events of
-// an agent (a kind other than the recorder's, the model, the tool, the
-// call ID of a tool call and its result, …).
-const (
-	fieldKind = iota
-	fieldStatus
-	fieldModel
-	fieldProvider
-	fieldStopReason
-	fieldTool
-	fieldCallID
-	numFields
-)
-
-// fieldEnc is the encoding, key included, of a recent value of one field
-// (redacted, escaped): an equal value is appended without being redacted
-// or escaped again. The value is kept as a copy, never as the string it
-// came in: a view of bytes that change later (bytesView) must not make a
-// later, different value look equal.
-type fieldEnc struct {
-	val [fieldEncMax]byte
-	n   int
-	enc []byte // empty: none yet
-}
-
-// fieldEncMax bounds the values encCache keeps encoded: longer ones are
-// rarely repeated.
-const fieldEncMax = 64
-
-// newEncCache returns a cache for events redacted by red.
-func newEncCache(red *Redactor) encCache {
-	return encCache{fieldsOK: red == nil || red.r.Deterministic()}
-}
-
-// appendField appends key and s as appendStr does with red, through the
-// cached encodings of the last two values of field f. As in appendStr,
-// the test for an empty s is inlined into the caller.
-func (c *encCache) appendField(dst []byte, f int, key, s string, red *Redactor) []byte {
-	if s == "" {
-		return dst
-	}
-	return c.appendFieldValue(dst, f, key, s, red)
-}
-
-func (c *encCache) appendFieldValue(dst []byte, f int, key, s string, red *Redactor) []byte {
-	if c == nil || !c.fieldsOK || len(s) > fieldEncMax {
-		return appendStrValue(dst, key, s, red)
-	}
-	es := &c.fields[f]
-	for i := range es {
-		if e := &es[i]; len(e.enc) > 0 && e.n == len(s) && string(e.val[:e.n]) == s {
-			return append(dst, e.enc...)
-		}
-	}
-	e := &es[c.fieldNext[f]]
-	c.fieldNext[f] ^= 1
-	e.enc = appendStrValue(e.enc[:0], key, s, red)
-	e.n = copy(e.val[:], s)
-	return append(dst, e.enc...)
-}
-
-// lineForm is what a recorder's line leaves out because its reader knows
-// it without the line (see ReadJournal and journalReader): the ring and
-// the journal hold the same short lines.
-type lineForm struct {
-	// bare: the agent and session ID are the recording's, left out.
-	bare bool
-	// ref, when not 0, is the seq of an earlier line that carries the
-	// same run ID and trace ID: the line leaves them out and names that
-	// line instead.
-	ref uint64
-}
-
-// The strings of encCache.keyed.
-const (
-	keyedAgent = iota
-	keyedSession
-	keyedRun
-)
-
-// appendKeyed appends key and s as appendStr does without a redactor,
-// through the cached encoding of the last s of its kind k.
-func (c *encCache) appendKeyed(dst []byte, k int, key, s string) []byte {
-	if c == nil || s == "" || len(s) > 256 {
-		return appendStr(dst, key, s, nil)
-	}
-	if s != c.keyed[k] || c.keyedEnc[k] == nil {
-		c.keyedEnc[k] = appendStr(c.keyedEnc[k][:0], key, s, nil)
-		c.keyed[k] = s
-	}
-	return append(dst, c.keyedEnc[k]...)
-}
-
-// appendTime appends t as time.RFC3339Nano in UTC, as
-// t.UTC().AppendFormat(dst, time.RFC3339Nano) does.
-func (c *encCache) appendTime(dst []byte, t time.Time) []byte {
-	// Years 1000 to 9999 (four digits): 1000-01-01T00:00:00Z to
-	// 9999-12-31T23:59:59Z in Unix seconds.
-	const minSec, maxSec = -30610224000, 253402300799
-	sec := t.Unix()
-	if c == nil || sec < minSec || sec > maxSec {
-		return t.UTC().AppendFormat(dst, time.RFC3339Nano)
-	}
-	if !c.secOK || sec != c.sec {
-		b := t.UTC().AppendFormat(c.secText[:0], "2006-01-02T15:04:05")
-		if len(b) != len(c.secText) {
-			return t.UTC().AppendFormat(dst, time.RFC3339Nano)
-		}
-		c.sec, c.secOK = sec, true
-	}
-	dst = append(dst, c.secText[:]...)
-	if ns := t.Nanosecond(); ns != 0 {
-		return appendFrac(dst, ns)
-	}
-	return append(dst, 'Z')
-}
-
-// digitPairs holds "00" to "99".
-const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
-	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
-	"8081828384858687888990919293949596979899"
-
-// appendFrac appends ".", the nanoseconds ns (1 to 999,999,999) as nine
-// digits without their trailing zeros, and "Z": RFC 3339's fraction as
-// time.RFC3339Nano writes it. It writes two digits a step.
-func appendFrac(dst []byte, ns int) []byte {
-	u := uint32(ns) // unsigned: division by constants without sign fix-ups
-	var frac [11]byte
-	frac[0] = '.'
-	frac[1] = byte('0' + u/100000000)
-	u %= 100000000
-	for i := 8; i >= 2; i -= 2 {
-		d := u % 100 * 2
-		frac[i], frac[i+1] = digitPairs[d], digitPairs[d+1]
-		u /= 100
-	}
-	n := 10
-	for frac[n-1] == '0' {
-		n--
-	}
-	frac[n] = 'Z'
-	return append(dst, frac[:n+1]...)
-}
-
-// lineForm returns what the line being encoded leaves out (nothing
-// without a cache).
-func (c *encCache) lineForm() lineForm {
-	if c == nil {
-		return lineForm{}
-	}
-	return c.form
-}
-
-// appendTraceID appends the hex of id.
-func (c *encCache) appendTraceID(dst []byte, id trace.TraceID) []byte {
-	if c == nil {
-		return hex.AppendEncode(dst, id[:])
-	}
-	if !c.tidOK || id != c.tid {
-		hex.Encode(c.tidHex[:], id[:])
-		c.tid, c.tidOK = id, true
-	}
-	return append(dst, c.tidHex[:]...)
-}
-
-// appendSpanID appends the hex of id.
-func (c *encCache) appendSpanID(dst []byte, id trace.SpanID) []byte {
-	if c == nil {
-		return hex.AppendEncode(dst, id[:])
-	}
-	if !c.sidOK || id != c.sid {
-		hex.Encode(c.sidHex[:], id[:])
-		c.sid, c.sidOK = id, true
-	}
-	return append(dst, c.sidHex[:]...)
-}
-
-// appendSeq appends n in decimal. The recorder numbers its events one
-// after another, so the cache keeps the last number's digits and counts
-// them up by one instead of formatting the next.
-func (c *encCache) appendSeq(dst []byte, n uint64) []byte {
-	if c == nil {
-		return strconv.AppendUint(dst, n, 10)
-	}
-	if n != c.seq+1 || n == 0 || c.seqLen == 0 {
-		c.seqLen = copy(c.seqText[:], strconv.AppendUint(c.seqText[:0], n, 10))
-	} else {
-		i := c.seqLen - 1
-		for i >= 0 && c.seqText[i] == '9' {
-			c.seqText[i] = '0'
-			i--
-		}
-		if i >= 0 {
-			c.seqText[i]++
-		} else { // 99…9 + 1: one digit more
-			copy(c.seqText[1:], c.seqText[:c.seqLen])
-			c.seqText[0] = '1'
-			c.seqLen++
-		}
-	}
-	c.seq = n
-	return append(dst, c.seqText[:c.seqLen]...)
-}
-
-// appendPrefix appends the hex of the prefix key h. A run's model
-// requests repeat the keys of the run before (its first request's key is
-// the last run's first, and so on), so the cache keeps the last two.
-func (c *encCache) appendPrefix(dst []byte, h *harness.Hash) []byte {
-	if c == nil {
-		return hex.AppendEncode(dst, h[:])
-	}
-	for i := range c.prefixes {
-		if p := &c.prefixes[i]; p.ok && p.h == *h {
-			return append(dst, p.hex[:]...)
-		}
-	}
-	p := &c.prefixes[c.prefixNext]
-	c.prefixNext ^= 1
-	p.h, p.ok = *h, true
-	hex.Encode(p.hex[:], h[:])
-	return append(dst, p.hex[:]...)
-}
-
-// appendEventCached is appendEvent with the shared parts formatted
-// through c (nil formats everything).
-func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	dst = append(dst, `{"seq":`...)
-	dst = c.appendSeq(dst, e.Seq)
+	dst = strconv.AppendUint(dst, e.Seq, 10)
 	dst = append(dst, `,"time":"`...)
-	dst = c.appendTime(dst, e.Time)
-	switch k := kindJSON(e.Kind); {
-	case k != "":
+	dst = e.Time.UTC().AppendFormat(dst, time.RFC3339Nano)
+	if k := kindJSON(e.Kind); k != "" {
 		dst = append(dst, k...)
-	case e.Kind == "":
-		dst = append(dst, `","kind":""`...)
-	default:
-		dst = append(dst, '"')
-		dst = c.appendField(dst, fieldKind, `,"kind":`, string(e.Kind), nil)
-	}
-	form := c.lineForm()
-	if !form.bare {
-		dst = c.appendKeyed(dst, keyedAgent, `,"agent":`, e.Agent)
-		dst = c.appendKeyed(dst, keyedSession, `,"session_id":`, e.SessionID)
-	}
-	ref := e.Ref
-	if form.ref != 0 {
-		ref = form.ref
 	} else {
-		dst = c.appendKeyed(dst, keyedRun, `,"run_id":`, e.RunID)
+		dst = append(dst, '"')
+		dst = append(dst, `,"kind":`...)
+		dst = jsonenc.AppendString(dst, string(e.Kind))
 	}
-	if ref != 0 {
+	dst = appendStr(dst, `,"agent":`, e.Agent, nil)
+	dst = appendStr(dst, `,"session_id":`, e.SessionID, nil)
+	dst = appendStr(dst, `,"run_id":`, e.RunID, nil)
+	if e.Ref != 0 {
 		dst = append(dst, `,"ref":`...)
-		dst = strconv.AppendUint(dst, ref, 10)
+		dst = strconv.AppendUint(dst, e.Ref, 10)
 	}
 	dst = appendInt(dst, `,"step":`, int64(e.Step))
 	dst = appendInt(dst, `,"attempt":`, int64(e.Attempt))
 	if e.TraceID == "" && e.sc.IsValid() {
-		if form.ref == 0 {
-			dst = append(dst, `,"trace_id":"`...)
-			dst = c.appendTraceID(dst, e.sc.TraceID())
-			dst = append(dst, '"')
-		}
-		dst = append(dst, `,"span_id":"`...)
-		dst = c.appendSpanID(dst, e.sc.SpanID())
+		tid, sid := e.sc.TraceID(), e.sc.SpanID()
+		dst = append(dst, `,"trace_id":"`...)
+		dst = hex.AppendEncode(dst, tid[:])
+		dst = append(dst, `","span_id":"`...)
+		dst = hex.AppendEncode(dst, sid[:])
 		dst = append(dst, '"')
 	} else {
-		if form.ref == 0 {
-			dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)
-		}
+		dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)
 		dst = appendStr(dst, `,"span_id":`, e.SpanID, nil)
 	}
-	dst = c.appendField(dst, fieldStatus, `,"status":`, e.Status, nil)
+	dst = appendStr(dst, `,"status":`, e.Status, nil)
 	dst = appendInt(dst, `,"duration_ns":`, int64(e.Duration))
-	dst = c.appendField(dst, fieldModel, `,"model":`, e.Model, red)
-	dst = c.appendField(dst, fieldProvider, `,"provider":`, e.Provider, red)
+	dst = appendStr(dst, `,"model":`, e.Model, red)
+	dst = appendStr(dst, `,"provider":`, e.Provider, red)
 	dst = appendStr(dst, `,"response_id":`, e.ResponseID, red)
-	dst = c.appendField(dst, fieldStopReason, `,"stop_reason":`, e.StopReason, red)
+	dst = appendStr(dst, `,"stop_reason":`, e.StopReason, red)
 	dst = appendInt(dst, `,"messages":`, int64(e.Messages))
 	if e.Prefix == "" && e.hasPrefix {
 		dst = append(dst, `,"prefix":"`...)
-		dst = c.appendPrefix(dst, &e.prefix)
+		dst = hex.AppendEncode(dst, e.prefix[:])
 		dst = append(dst, '"')
 	} else {
 		dst = appendStr(dst, `,"prefix":`, e.Prefix, nil)
@@ -476,8 +183,8 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	dst = appendInt(dst, `,"cache_read_tokens":`, e.CacheReadTokens)
 	dst = appendInt(dst, `,"cache_creation_tokens":`, e.CacheCreationTokens)
 	dst = appendInt(dst, `,"reasoning_tokens":`, e.ReasoningTokens)
-	dst = c.appendField(dst, fieldTool, `,"tool":`, e.Tool, red)
-	dst = c.appendField(dst, fieldCallID, `,"call_id":`, e.CallID, red)
+	dst = appendStr(dst, `,"tool":`, e.Tool, red)
+	dst = appendStr(dst, `,"call_id":`, e.CallID, red)
 	dst = appendStr(dst, `,"text":`, e.Text, red)
 	dst = appendInt(dst, `,"size":`, int64(e.Size))
 	if e.Truncated {
@@ -494,6 +201,82 @@ func appendEventCached(dst []byte, e *Event, red *Redactor, c *encCache) []byte 
 	dst = appendStr(dst, `,"reason":`, e.Reason, red)
 	dst = appendStr(dst, `,"path":`, e.Path, red)
 	return append(dst, "}\n"...)
+}
+
+// encCache keeps what the recorder's consecutive events share, so that
+// its hot path (appendEventBin) does the work once: the redacted
+// encodings of the short fields that repeat, and what the next line
+// leaves out. The zero value is ready; it is not safe for concurrent
+// use.
+type encCache struct {
+	// form is what the next line encoded through the cache leaves out:
+	// the recorder sets it before each line (see Extension.record).
+	form lineForm
+	// fields holds the redacted encodings of the last two values of each
+	// of the short fields that repeat from event to event (by field*),
+	// when fieldsOK: the redactor's result depends on the text alone.
+	// Two, because a field often alternates between two values: the
+	// stop reason of a run's tool call and of its answer, the status of
+	// a tool result and of the run's end. fieldNext says which of a
+	// field's two entries a new value replaces.
+	fields    [numFields][2]fieldEnc
+	fieldNext [numFields]uint8
+	fieldsOK  bool
+}
+
+// The fields of encCache.fields: values that recur across the events of
+// an agent (a kind other than the recorder's, the model, the tool, the
+// call ID of a tool call and its result, …).
+const (
+	fieldKind = iota
+	fieldStatus
+	fieldModel
+	fieldProvider
+	fieldStopReason
+	fieldTool
+	fieldCallID
+	numFields
+)
+
+// fieldEnc is the encoding, field tag included, of a recent value of one
+// field (redacted): an equal value is appended without being redacted
+// again. The value is kept as a copy, never as the string it came in: a
+// view of bytes that change later (bytesView) must not make a later,
+// different value look equal.
+type fieldEnc struct {
+	val [fieldEncMax]byte
+	n   int
+	enc []byte // empty: none yet
+}
+
+// fieldEncMax bounds the values encCache keeps encoded: longer ones are
+// rarely repeated.
+const fieldEncMax = 64
+
+// newEncCache returns a cache for events redacted by red.
+func newEncCache(red *Redactor) encCache {
+	return encCache{fieldsOK: red == nil || red.r.Deterministic()}
+}
+
+// lineForm is what a recorder's line leaves out because its reader knows
+// it without the line (see ReadJournal and journalReader): the ring and
+// the journal hold the same short lines.
+type lineForm struct {
+	// bare: the agent and session ID are the recording's, left out.
+	bare bool
+	// ref, when not 0, is the seq of an earlier line that carries the
+	// same run ID and trace ID: the line leaves them out and names that
+	// line instead.
+	ref uint64
+}
+
+// lineForm returns what the line being encoded leaves out (nothing
+// without a cache).
+func (c *encCache) lineForm() lineForm {
+	if c == nil {
+		return lineForm{}
+	}
+	return c.form
 }
 
 // kindJSON returns the encoding of the kind k, from the closing quote of
@@ -556,7 +339,8 @@ func appendInt(dst []byte, key string, n int64) []byte {
 	return strconv.AppendInt(dst, n, 10)
 }
 
-// ParseEvent decodes one journal or events.jsonl line as it is: a
+// ParseEvent decodes one journal or events.jsonl line as it is, binary
+// (see the package documentation) or JSON: a
 // journal line may leave out the agent, session, run and trace IDs that
 // [ReadJournal] puts back (see Recording in the package documentation).
 // It decodes the lines the recorder writes without reflection and falls

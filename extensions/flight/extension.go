@@ -699,7 +699,7 @@ func (x *Extension) startLocked() {
 // openLocked creates the recording directory, takes its lock and opens
 // the journal.
 func (x *Extension) openLocked() {
-	info := recording.Info{Format: "harnessx-flight-recording", Version: 1, Agent: x.agentName, SessionID: x.sessionID,
+	info := recording.Info{Format: "harnessx-flight-recording", Version: 2, Agent: x.agentName, SessionID: x.sessionID,
 		Created: x.cfg.now().UTC(), PID: os.Getpid()}
 	if err := os.MkdirAll(x.dir, 0o700); err != nil {
 		x.fail(err)

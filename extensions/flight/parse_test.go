@@ -1,17 +1,12 @@
 package flight
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/harnessx/harnessx/harness"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // FuzzParseEvent checks that the fast decoder agrees with encoding/json
@@ -25,6 +20,8 @@ func FuzzParseEvent(f *testing.F) {
 		Error: "e", ErrorType: "*x", Extension: "x", Op: "o", FailedEvent: "run_start", Reason: "why", Path: "/p",
 		Parts: []PartRef{{Type: "image", MIME: "image/png", Name: "a<b>.png", URI: "artifact:sha256:" + strings.Repeat("ab", 32), Size: 12}, {Type: "audio", URI: "x"}}}
 	f.Add(string(appendEvent(nil, &full, nil)))
+	f.Add(string(appendEventBin(nil, &full, nil, nil)))
+	f.Add("\x01\x02\x07\x08\x06\x1b\x01\x1b\x02\x1b\x03\x00\x00\x00\x00\n")
 	f.Add(`{"seq":1,"time":"2026-11-30T12:00:00Z","kind":"run_start"}`)
 	f.Add(`{"SEQ":1,"kind":"x","kind":"y","step":-0,"truncated":false}`)
 	f.Add(`{"seq":1e3,"kind":"x"}`)
@@ -58,6 +55,25 @@ func FuzzParseEvent(f *testing.F) {
 		e.Time, again.Time = time.Time{}, time.Time{}
 		if !reflect.DeepEqual(e, again) && validUTF8Fields(e) {
 			t.Fatalf("round trip changed the event:\n%+v\n%+v", e, again)
+		}
+		// And to a binary line that decodes the same.
+		again, err = ParseEvent([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, err := ParseEvent(appendEventBin(nil, &again, nil, nil))
+		if err != nil {
+			t.Fatalf("re-encoded binary line does not decode: %v", err)
+		}
+		if !bin.Time.Equal(again.Time) {
+			t.Fatalf("binary line: time changed: %v -> %v", again.Time, bin.Time)
+		}
+		bin.Time, again.Time = time.Time{}, time.Time{}
+		if len(again.Parts) == 0 {
+			again.Parts = nil // an empty list is left out
+		}
+		if !reflect.DeepEqual(bin, again) && validUTF8Fields(again) {
+			t.Fatalf("binary round trip changed the event:\n%+v\n%+v", again, bin)
 		}
 	})
 }
@@ -113,70 +129,6 @@ func TestPartsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestEncCache checks that the recorder's cached formatting of times,
-// trace and span IDs, prefix keys and event numbers writes what the
-// uncached encoding writes, across seconds, ID changes, fractions with
-// trailing zeros and the carries of counting up.
-func TestEncCache(t *testing.T) {
-	var c encCache
-	base := time.Date(2026, 12, 2, 9, 40, 44, 729733638, time.FixedZone("x", 3600))
-	nanos := []int{0, 1, 10, 100, 999999999, 500000000, 729733638, 729733600, 120000000, 12345678, 100000001, 90000, 5}
-	tids := []trace.TraceID{{1, 2, 3}, {1, 2, 3}, {0xff, 0xee}}
-	sids := []trace.SpanID{{4, 5}, {4, 5}, {4, 5}, {0xab, 0xcd}}
-	prefixes := []harness.Hash{{1}, {2}, {3}, {1, 0xff}, {31: 7}}
-	for i := 0; i < 200; i++ {
-		tm := base.Add(time.Duration(i) * 337 * time.Millisecond)
-		tm = time.Date(tm.Year(), tm.Month(), tm.Day(), tm.Hour(), tm.Minute(), tm.Second(), nanos[i%len(nanos)], tm.Location())
-		if got, want := string(c.appendTime(nil, tm)), tm.UTC().Format(time.RFC3339Nano); got != want {
-			t.Fatalf("time %v: got %s, want %s", tm, got, want)
-		}
-		tid := tids[i%len(tids)]
-		if got, want := string(c.appendTraceID(nil, tid)), hex.EncodeToString(tid[:]); got != want {
-			t.Fatalf("trace ID: got %s, want %s", got, want)
-		}
-		sid := sids[i%len(sids)]
-		if got, want := string(c.appendSpanID(nil, sid)), hex.EncodeToString(sid[:]); got != want {
-			t.Fatalf("span ID: got %s, want %s", got, want)
-		}
-		// Two keys that alternate, then a third now and then: the
-		// cache keeps two.
-		pre := prefixes[i%2]
-		if i%5 == 4 {
-			pre = prefixes[2+i%3]
-		}
-		if got, want := string(c.appendPrefix(nil, &pre)), hex.EncodeToString(pre[:]); got != want {
-			t.Fatalf("prefix key %d: got %s, want %s", i, got, want)
-		}
-	}
-	// Event numbers: counted up across the digits' carries, after a
-	// jump, down, and at the ends of uint64.
-	var seqs []uint64
-	for n := uint64(0); n <= 1100; n++ {
-		seqs = append(seqs, n)
-	}
-	seqs = append(seqs, 99999, 100000, 100001, 7, 8, 1<<64-2, 1<<64-1, 0, 1, 1<<64-1)
-	for _, n := range seqs {
-		if got, want := string(c.appendSeq(nil, n)), strconv.FormatUint(n, 10); got != want {
-			t.Fatalf("event number %d: got %s", n, got)
-		}
-	}
-	for _, tm := range []time.Time{{}, time.Date(12000, 1, 1, 0, 0, 0, 5, time.UTC), time.Date(999, 12, 31, 23, 59, 59, 9, time.UTC),
-		time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
-		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1000, 1, 1, 0, 30, 0, 0, time.FixedZone("e", 3600)),
-		time.Date(9999, 12, 31, 23, 30, 0, 0, time.FixedZone("w", -3600))} {
-		if got, want := string(c.appendTime(nil, tm)), tm.UTC().Format(time.RFC3339Nano); got != want {
-			t.Fatalf("time %v: got %s, want %s", tm, got, want)
-		}
-	}
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9}, SpanID: trace.SpanID{8}})
-	for i, ids := range [][3]string{{"a", "s", "r"}, {"a", "s", "r"}, {"a", "s", "r2"}, {"", "s", ""}, {"b\"<é", "s", "r"}, {"a", strings.Repeat("s", 300), "r"}, {"a", "s", "r"}} {
-		e := Event{Seq: uint64(i), Time: base, Kind: KindToolCall, sc: sc, Text: "x", Agent: ids[0], SessionID: ids[1], RunID: ids[2]}
-		if got, want := string(appendEventCached(nil, &e, nil, &c)), string(appendEvent(nil, &e, nil)); got != want {
-			t.Fatalf("cached\n%s\nuncached\n%s", got, want)
-		}
-	}
-}
-
 // TestEncCacheFields checks that the cached encodings of the fields that
 // repeat from event to event (kind, status, model, provider, stop reason,
 // tool, call ID) write what the uncached encoding writes, redaction
@@ -188,7 +140,15 @@ func TestEncCacheFields(t *testing.T) {
 	secret := "sk-ant-api03-" + strings.Repeat("x", 40)
 	long := strings.Repeat("m", fieldEncMax+1)
 	view := []byte("tool_a")
-	values := []string{"m", "m", "", "m2", `q"é`, secret, secret, long, long, "m", "a", "b", "a", "b", "c", "a", "b", "c", "c"}
+	values := []string{"m", "m", "", "m2", "q\"\né", secret, secret, long, long, "m", "a", "b", "a", "b", "c", "a", "b", "c", "c"}
+	decode := func(line []byte) Event {
+		t.Helper()
+		e, err := ParseEvent(line)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		return e
+	}
 	for _, red := range []*Redactor{nil, NewRedactor(nil)} {
 		c := newEncCache(red)
 		if !c.fieldsOK {
@@ -197,22 +157,26 @@ func TestEncCacheFields(t *testing.T) {
 		for i, v := range values {
 			e := Event{Seq: uint64(i), Time: time.Unix(1, 0), Kind: KindModelResponse, Status: v, Model: v, Provider: v,
 				StopReason: v, Tool: v, CallID: v}
-			if i%3 == 2 {
+			switch i % 3 {
+			case 1:
+				e.Kind = Kind(v) // a kind of another recorder: cached too
+			case 2:
 				e.Kind = KindToolResult
 			}
-			if got, want := string(appendEventCached(nil, &e, red, &c)), string(appendEvent(nil, &e, red)); got != want {
-				t.Fatalf("value %d (%q): cached\n%s\nuncached\n%s", i, v, got, want)
+			cached, uncached := appendEventBin(nil, &e, red, &c), appendEventBin(nil, &e, red, nil)
+			if got, want := decode(cached), decode(uncached); !reflect.DeepEqual(got, want) {
+				t.Fatalf("value %d (%q): cached\n%+v\nuncached\n%+v", i, v, got, want)
 			}
 		}
 		for _, name := range []string{"tool_a", "tool_b"} {
 			copy(view, name) // the same bytes, another value
 			e := Event{Kind: KindToolCall, Tool: bytesView(view)}
-			if got := string(appendEventCached(nil, &e, red, &c)); !strings.Contains(got, `"tool":"`+name+`"`) {
-				t.Fatalf("a view changed in place: got %s, want tool %s", got, name)
+			if got := decode(appendEventBin(nil, &e, red, &c)); got.Tool != name {
+				t.Fatalf("a view changed in place: got tool %s, want %s", got.Tool, name)
 			}
 		}
-		if line := string(appendEventCached(nil, &Event{Kind: KindToolCall, CallID: secret}, red, &c)); red != nil && strings.Contains(line, "api03") {
-			t.Errorf("cached call ID not redacted: %s", line)
+		if got := decode(appendEventBin(nil, &Event{Kind: KindToolCall, CallID: secret}, red, &c)); red != nil && strings.Contains(got.CallID, "api03") {
+			t.Errorf("cached call ID not redacted: %s", got.CallID)
 		}
 	}
 
@@ -220,9 +184,9 @@ func TestEncCacheFields(t *testing.T) {
 	counting := NewRedactor(nil, func(s string) string { calls++; return fmt.Sprint(s, calls) })
 	c := newEncCache(counting)
 	for i := 1; i <= 3; i++ {
-		line := string(appendEventCached(nil, &Event{Kind: KindToolCall, Tool: "t"}, counting, &c))
-		if !strings.Contains(line, fmt.Sprintf(`"tool":"t%d"`, i)) {
-			t.Fatalf("event %d with a custom redactor: %s", i, line)
+		e, err := ParseEvent(appendEventBin(nil, &Event{Kind: KindToolCall, Tool: "t"}, counting, &c))
+		if err != nil || e.Tool != fmt.Sprintf("t%d", i) {
+			t.Fatalf("event %d with a custom redactor: tool %q (%v)", i, e.Tool, err)
 		}
 	}
 }
@@ -239,10 +203,9 @@ func TestKindJSON(t *testing.T) {
 			t.Errorf("kindJSON(%q) = %s, want %s", k, got, want)
 		}
 	}
-	var c encCache
-	for _, k := range []Kind{"custom", `odd"kind`, KindToolCall, "custom"} {
+	for _, k := range []Kind{"custom", `odd"kind`, KindToolCall, "custom", ""} {
 		e := Event{Seq: 3, Time: time.Date(2026, 12, 3, 1, 2, 3, 0, time.UTC), Kind: k}
-		got := appendEventCached(nil, &e, nil, &c)
+		got := appendEvent(nil, &e, nil)
 		want, err := json.Marshal(&e)
 		if err != nil {
 			t.Fatal(err)

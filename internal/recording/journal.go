@@ -66,18 +66,24 @@ func (o *Options) defaults() {
 }
 
 // segmentPrefix and segmentSuffix frame segment file names:
-// seg-00000001.jsonl, seg-00000002.jsonl, … in write order.
+// seg-00000001.events, seg-00000002.events, … in write order. Segments
+// written before the journal's lines could be binary (flight's journal
+// format 2) end in legacySuffix; they are read, and deleted past the cap,
+// as the others are.
 const (
 	segmentPrefix = "seg-"
-	segmentSuffix = ".jsonl"
+	segmentSuffix = ".events"
+	legacySuffix  = ".jsonl"
 )
 
 // SegmentName returns the file name of segment n. Names sort in write
 // order.
 func SegmentName(n int) string { return fmt.Sprintf("%s%08d%s", segmentPrefix, n, segmentSuffix) }
 
-// Journal is an append-only journal of JSON lines in size-capped segment
-// files in one directory. Appends copy into a memory batch and never wait
+// Journal is an append-only journal of lines in size-capped segment
+// files in one directory: each line is one record, which the caller
+// encodes (flight: an event, as a binary line or, in older recordings,
+// JSON) and which holds no newline before its end. Appends copy into a memory batch and never wait
 // for the disk; a writer goroutine writes each batch with one write(2)
 // per segment, FlushInterval after the first append, so a killed process
 // loses at most the last batch. Its methods are safe for concurrent use.
@@ -126,6 +132,7 @@ type Journal struct {
 
 type segment struct {
 	n    int
+	name string
 	size int64
 }
 
@@ -162,7 +169,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			size = fi.Size()
 		}
-		j.segs = append(j.segs, segment{n: n, size: size})
+		j.segs = append(j.segs, segment{n: n, name: name, size: size})
 		j.segN = max(j.segN, n)
 	}
 	go j.writer()
@@ -177,7 +184,7 @@ const overdueEvery = 8
 // Dir returns the journal's directory.
 func (j *Journal) Dir() string { return j.dir }
 
-// Append queues line, which must be one complete JSON line ending in a
+// Append queues line, which must be one complete line ending in a
 // newline. It copies line and does not wait for the disk: the writer
 // goroutine writes the batch. Only when that goroutine is late (the
 // batch waits for more than four FlushIntervals, as when the process is
@@ -492,14 +499,14 @@ func (j *Journal) rotate() error {
 		return err
 	}
 	j.f, j.segSize, j.torn = f, 0, false
-	j.segs = append(j.segs, segment{n: j.segN})
+	j.segs = append(j.segs, segment{n: j.segN, name: SegmentName(j.segN)})
 	var total int64
 	for _, s := range j.segs {
 		total += s.size
 	}
 	for len(j.segs) > 1 && total+j.opts.SegmentBytes > j.opts.MaxBytes {
 		old := j.segs[0]
-		if err := os.Remove(filepath.Join(j.dir, SegmentName(old.n))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(j.dir, old.name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		total -= old.size
@@ -529,10 +536,18 @@ func Segments(dir string) ([]string, error) {
 }
 
 func segmentNumber(name string) (int, bool) {
-	if !strings.HasPrefix(name, segmentPrefix) || !strings.HasSuffix(name, segmentSuffix) {
+	rest, ok := strings.CutPrefix(name, segmentPrefix)
+	if !ok {
 		return 0, false
 	}
-	n, err := strconv.Atoi(name[len(segmentPrefix) : len(name)-len(segmentSuffix)])
+	if num, ok := strings.CutSuffix(rest, segmentSuffix); ok {
+		rest = num
+	} else if num, ok := strings.CutSuffix(rest, legacySuffix); ok {
+		rest = num
+	} else {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
 	return n, err == nil && n > 0
 }
 

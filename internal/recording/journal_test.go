@@ -128,6 +128,64 @@ func TestJournalReopen(t *testing.T) {
 	}
 }
 
+// TestJournalLegacySegments checks a directory whose older segments
+// end in .jsonl (recordings of format 1): they are listed and read in
+// number order among the new ones, the journal numbers its segments after
+// them, and rotation deletes them past the cap like the others.
+func TestJournalLegacySegments(t *testing.T) {
+	dir := t.TempDir()
+	for n := 1; n <= 2; n++ {
+		name := fmt.Sprintf("seg-%08d.jsonl", n)
+		if err := os.WriteFile(filepath.Join(dir, name), line(n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not segments: other suffixes, no number.
+	for _, name := range []string{"seg-00000004.json", "seg-.events", "seg-x.jsonl", "spans.jsonl"} {
+		if err := os.WriteFile(filepath.Join(dir, name), line(99), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := int64(len(line(1)))
+	j, err := recording.Open(dir, recording.Options{SegmentBytes: size, MaxBytes: 3 * size, FlushInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Append(line(3))
+	if err := j.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := recording.Segments(dir)
+	want := []string{"seg-00000001.jsonl", "seg-00000002.jsonl", recording.SegmentName(3)}
+	if fmt.Sprint(segs) != fmt.Sprint(want) || !strings.HasSuffix(want[2], ".events") {
+		t.Fatalf("segments %v, want %v", segs, want)
+	}
+	var seqs []int
+	if _, err := recording.Read(dir, func(l []byte) (bool, error) {
+		var e struct{ Seq int }
+		err := json.Unmarshal(l, &e)
+		seqs = append(seqs, e.Seq)
+		return err == nil, nil
+	}, nil); err != nil || fmt.Sprint(seqs) != "[1 2 3]" {
+		t.Fatalf("read %v (%v), want [1 2 3]", seqs, err)
+	}
+	// Two more segments: past the cap of three, the legacy ones go first.
+	for n := 4; n <= 5; n++ {
+		j.Append(line(n))
+		if err := j.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ = recording.Segments(dir)
+	want = []string{recording.SegmentName(3), recording.SegmentName(4), recording.SegmentName(5)}
+	if fmt.Sprint(segs) != fmt.Sprint(want) {
+		t.Errorf("after rotation: segments %v, want %v", segs, want)
+	}
+}
+
 func TestJournalDropsWhenFull(t *testing.T) {
 	dir := t.TempDir()
 	j, err := recording.Open(dir, recording.Options{MaxPending: 2*len(line(1)) + 10, FlushInterval: time.Hour})

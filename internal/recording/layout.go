@@ -20,7 +20,11 @@ const (
 
 // Info is the content of recording.json.
 type Info struct {
-	Format    string    `json:"format"`
+	Format string `json:"format"`
+	// Version is the recording's format: 1 for journals of JSON lines
+	// (segments seg-N.jsonl), 2 for binary event lines (seg-N.events).
+	// Every line says which it is, so a reader needs no version to read
+	// either, nor a directory whose segments mix them.
 	Version   int       `json:"version"`
 	Agent     string    `json:"agent"`
 	SessionID string    `json:"session_id"`
