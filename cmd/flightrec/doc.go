@@ -22,7 +22,9 @@
 //
 // The recording directory is --dir, else $HARNESSX_FLIGHT_DIR, else
 // .harnessx/flight. It holds one subdirectory per agent session: the
-// journal segments (seg-00000001.jsonl, …), recording.json, the latest
+// journal segments (seg-00000001.events, …, or seg-00000001.jsonl, … in
+// recordings written before the journal's lines were binary),
+// recording.json, the latest
 // session and span snapshots, and incidents/ with the bundles the
 // recorder exported by itself.
 //
