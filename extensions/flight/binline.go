@@ -29,12 +29,16 @@ import (
 // number is written seven bits a byte, low bits first, with the high bit
 // set, and its last six bits as 0x40 | bits (see appendNum); signed ones
 // zigzag. A byte string is its length (as written, escapes included) and
-// its bytes. IDs that the recorder holds raw (the trace and span ID, the
-// prefix key) are written six bits a byte as 0x40 | bits, not as hex;
-// the checksum is written so too. Every byte that is not a string's is so
-// 0x40 or more. An event is about a third of its JSON line's bytes and is
-// encoded in about two thirds of the instructions. A reader skips fields
-// it does not know.
+// its bytes. What the recorder holds raw (the trace and span ID, the
+// prefix key, the time's Unix nanoseconds) is written as 64-bit words,
+// each six bits a byte as 0x40 | bits (putSixes), not as hex or text; the
+// checksum is written so too. Every byte that is not a string's is so
+// 0x40 or more. A reader skips fields it does not know.
+//
+// BenchmarkEncodeRunEvents: a run's eight lines take about 700 bytes and
+// 14,400 instructions, against about 1,700 bytes and 18,100 instructions
+// for the JSON lines the journal held before (2,800 bytes as whole
+// lines).
 const (
 	binLineVersion = 0x01 // a JSON line starts with '{' or white space
 	binEsc         = 0x1b
@@ -43,7 +47,9 @@ const (
 	escCR          = 0x03
 )
 
-// The fields of a binary line.
+// The fields of a binary line. Their numbers are the format: a new field
+// goes at the end (numbers stay below 64), none is removed or reordered
+// (TestBinLineGolden).
 const (
 	bfSeq = iota + 1
 	bfTimeSec
