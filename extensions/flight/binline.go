@@ -626,7 +626,10 @@ func binSetField(e *Event, f binField, sec *int64, nsec *uint64, hasTime *bool) 
 		*dst = zigzag(f.u)
 		return !f.isStr
 	}
-	var n int64
+	numInt := func(dst *int) bool {
+		*dst = int(zigzag(f.u))
+		return !f.isStr
+	}
 	switch f.num {
 	case bfSeq:
 		e.Seq = f.u
@@ -669,13 +672,9 @@ func binSetField(e *Event, f binField, sec *int64, nsec *uint64, hasTime *bool) 
 		e.Ref = f.u
 		return !f.isStr
 	case bfStep:
-		ok := num(&n)
-		e.Step = int(n)
-		return ok
+		return numInt(&e.Step)
 	case bfAttempt:
-		ok := num(&n)
-		e.Attempt = int(n)
-		return ok
+		return numInt(&e.Attempt)
 	case bfTraceRaw:
 		return hexOf(&e.TraceID, 16)
 	case bfTrace:
@@ -687,9 +686,8 @@ func binSetField(e *Event, f binField, sec *int64, nsec *uint64, hasTime *bool) 
 	case bfStatus:
 		return str(&e.Status)
 	case bfDuration:
-		ok := num(&n)
-		e.Duration = time.Duration(n)
-		return ok
+		e.Duration = time.Duration(zigzag(f.u))
+		return !f.isStr
 	case bfModel:
 		return str(&e.Model)
 	case bfProvider:
@@ -699,9 +697,7 @@ func binSetField(e *Event, f binField, sec *int64, nsec *uint64, hasTime *bool) 
 	case bfStopReason:
 		return str(&e.StopReason)
 	case bfMessages:
-		ok := num(&n)
-		e.Messages = int(n)
-		return ok
+		return numInt(&e.Messages)
 	case bfPrefixRaw:
 		return hexOf(&e.Prefix, 32)
 	case bfPrefix:
@@ -723,9 +719,7 @@ func binSetField(e *Event, f binField, sec *int64, nsec *uint64, hasTime *bool) 
 	case bfText:
 		return str(&e.Text)
 	case bfSize:
-		ok := num(&n)
-		e.Size = int(n)
-		return ok
+		return numInt(&e.Size)
 	case bfTruncated:
 		e.Truncated = f.u != 0
 		return !f.isStr
