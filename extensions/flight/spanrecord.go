@@ -185,11 +185,7 @@ func appendValue(b []byte, v attribute.Value, ok bool, enc *spanEnc) ([]byte, bo
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
 		}
 	case attribute.STRINGSLICE:
-		vs := v.AsStringSlice()
-		b = binary.AppendUvarint(b, uint64(len(vs)))
-		for _, x := range vs {
-			b = appendRecStr(b, x)
-		}
+		b = enc.appendStrings(b, v)
 	case attribute.SLICE:
 		vs := v.AsSlice()
 		b = binary.AppendUvarint(b, uint64(len(vs)))
@@ -579,6 +575,46 @@ type spanEnc struct {
 	vals  spanValues
 	refs  [maxSpanRefs]int32 // indexes in vals.entries
 	nrefs int
+	// strSlices holds the encodings of the last two string-slice values
+	// (see appendStrings); strNext is the one a new value replaces.
+	strSlices [2]encodedValue
+	strNext   int
+}
+
+// encodedValue is an attribute value and its encoding in a record.
+type encodedValue struct {
+	v   attribute.Value
+	enc []byte // nil: none
+}
+
+// maxEncodedValue bounds the encodings spanEnc keeps.
+const maxEncodedValue = 256
+
+// appendStrings appends the encoding of v, a string-slice value. Reading
+// the strings out of an attribute.Value copies them (AsStringSlice
+// allocates, through reflection for more than three), and a traced
+// agent's spans repeat a few such values (a chat span's finish reasons):
+// the encodings of the last two are kept, and a value equal to one of
+// them (attribute values are comparable: OpenTelemetry keeps them so for
+// attribute sets) is appended from it.
+func (enc *spanEnc) appendStrings(b []byte, v attribute.Value) []byte {
+	for i := range enc.strSlices {
+		if c := &enc.strSlices[i]; c.enc != nil && c.v == v {
+			return append(b, c.enc...)
+		}
+	}
+	n := len(b)
+	vs := v.AsStringSlice()
+	b = binary.AppendUvarint(b, uint64(len(vs)))
+	for _, x := range vs {
+		b = appendRecStr(b, x)
+	}
+	if len(b)-n <= maxEncodedValue {
+		c := &enc.strSlices[enc.strNext]
+		enc.strNext ^= 1
+		c.v, c.enc = v, append(c.enc[:0], b[n:]...)
+	}
+	return b
 }
 
 // A span record holds a string value of at least minValueRef bytes by

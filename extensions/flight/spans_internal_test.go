@@ -106,6 +106,46 @@ func TestSpanRecordRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSpanRecordStringSlices encodes spans through one encoder, as the
+// processor does, with string-slice attributes that repeat, alternate,
+// change in one element or in length, are empty, nil or long: each record
+// decodes to its span's values, and a repeated value costs no
+// allocation.
+func TestSpanRecordStringSlices(t *testing.T) {
+	long := make([]string, 40)
+	for i := range long {
+		long[i] = strings.Repeat("z", i)
+	}
+	values := [][]string{{"end_turn"}, {"end_turn"}, {"tool_use"}, {"end_turn"}, {"tool_use"}, {"a", "b"}, {"a", "c"},
+		{"a", "b", "c", "d"}, {"a", "b", "c", "e"}, {}, nil, {""}, long, long, {"end_turn"}, {"x\x00y", "é"}}
+	var enc spanEnc
+	for i, v := range values {
+		stub := tracetest.SpanStub{Name: "chat m", Attributes: []attribute.KeyValue{
+			attribute.StringSlice("gen_ai.response.finish_reasons", v), attribute.StringSlice("other", values[(i+3)%len(values)])}}
+		in := stub.Snapshot()
+		enc.nrefs = 0
+		rec, ok := appendSpanRecord(nil, in, in.SpanContext(), &enc)
+		if !ok {
+			t.Fatalf("value %d: not encodable", i)
+		}
+		out, err := decodeSpanRecord(string(rec), &spanScope{res: in.Resource(), scope: in.InstrumentationScope()}, enc.keys.names, enc.vals.strings(enc))
+		if err != nil {
+			t.Fatalf("value %d: %v", i, err)
+		}
+		for k, kv := range in.Attributes() {
+			if got := out.Attributes()[k].Value.AsStringSlice(); !slices.Equal(got, kv.Value.AsStringSlice()) {
+				t.Errorf("value %d, %s: decoded %q, want %q", i, kv.Key, got, kv.Value.AsStringSlice())
+			}
+		}
+	}
+	v := attribute.StringSliceValue([]string{"end_turn", "max_tokens"})
+	buf := make([]byte, 0, 256)
+	enc.appendStrings(buf, v)
+	if n := testing.AllocsPerRun(100, func() { buf = enc.appendStrings(buf[:0], v) }); n != 0 {
+		t.Errorf("a repeated string slice: %v allocations, want 0", n)
+	}
+}
+
 func TestSpanRecordCorrupt(t *testing.T) {
 	var enc spanEnc
 	in := everyKindStub(t).Snapshot()
