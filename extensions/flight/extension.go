@@ -878,9 +878,9 @@ func (x *Extension) registerSpans() {
 // runIDOf finds the run of a tool call in the ring.
 func runIDOf(x *Extension, callID string) string {
 	var run string
-	// A line holds the call ID's bytes as they are unless they need
-	// escaping (see escapeLine).
-	plain := !strings.ContainsAny(callID, "\n\x1b")
+	// A line holds the call ID's bytes as they are unless some need
+	// escaping (see appendBinBytes).
+	plain := !strings.ContainsAny(callID, "\n\r\x1b")
 	x.eachRingRun(func(line, lineRun []byte) bool {
 		if lineRun != nil && (!plain || bytes.Contains(line, []byte(callID))) {
 			if e, err := ParseEvent(line); err == nil && e.CallID == callID {

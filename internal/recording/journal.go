@@ -83,10 +83,11 @@ func SegmentName(n int) string { return fmt.Sprintf("%s%08d%s", segmentPrefix, n
 // Journal is an append-only journal of lines in size-capped segment
 // files in one directory: each line is one record, which the caller
 // encodes (flight: an event, as a binary line or, in older recordings,
-// JSON) and which holds no newline before its end. Appends copy into a memory batch and never wait
-// for the disk; a writer goroutine writes each batch with one write(2)
-// per segment, FlushInterval after the first append, so a killed process
-// loses at most the last batch. Its methods are safe for concurrent use.
+// JSON) and which holds no newline before its end. Appends copy into a
+// memory batch and never wait for the disk; a writer goroutine writes
+// each batch with one write(2) per segment, FlushInterval after the
+// first append, so a killed process loses at most the last batch. Its
+// methods are safe for concurrent use.
 //
 // A write that fails (disk full, file size limit, I/O error) loses the
 // rest of its batch: the lines are counted ([Journal.Lost]), the error is
