@@ -11,6 +11,7 @@
 //
 //	flightrec list    [--dir DIR] [--json]
 //	flightrec export  [--dir DIR] [--run ID | --last] [--recording NAME] [--include-artifacts] -o FILE|DIR|s3://BUCKET/PREFIX/NAME
+//	flightrec events  [--dir DIR] [--run ID | --last] [--recording NAME]
 //	flightrec show    [--json] FILE
 //	flightrec verify  FILE
 //	flightrec push    [--endpoint URL | --langsmith] [--timeout D] [--service NAME] FILE
@@ -95,6 +96,19 @@
 // journal's total, and the rate since the start (rewritten in place on a
 // terminal, a line every two seconds elsewhere). A missing output
 // directory is reported as such.
+//
+// # events
+//
+// Events prints the events of a recording's journal on standard output,
+// one JSON object a line, whole (the agent, session, run and trace IDs
+// that a journal line leaves out put back), oldest first: a journal's
+// lines are binary, and this is how to read one by eye or with jq. It
+// prints the run given by --run, the run that started last with --last,
+// or else the whole recording given by --recording (default: the one
+// with the latest event). Torn and corrupt lines are skipped and counted
+// on standard error. The recorder redacted the events when it recorded
+// them; events redacts them again with the built-in rules, as export
+// does.
 //
 // # show
 //

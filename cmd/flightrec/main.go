@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,6 +95,8 @@ commands:
   export  [--dir DIR] [--run ID | --last] [--recording NAME]
           [--include-artifacts] -o FILE|DIR|s3://…
                                                 build an incident bundle from a journal
+  events  [--dir DIR] [--run ID | --last] [--recording NAME]
+                                                print a journal's events as JSON lines
   show    [--json] FILE                         print a bundle's timeline
   verify  FILE                                  check every member's checksum
   push    [--endpoint URL | --langsmith] [--timeout D] FILE
@@ -134,6 +137,8 @@ func (a *app) dispatch(args []string) error {
 		return cmdList(stdout, stderr, args)
 	case "export":
 		return a.cmdExport(args)
+	case "events":
+		return a.cmdEvents(args)
 	case "show":
 		return cmdShow(stdout, stderr, args)
 	case "verify":
@@ -284,6 +289,85 @@ func count(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// selectRecording returns the recording under root that a command's
+// --run, --last and --recording name (the most recent without them);
+// with --last it sets *runID to the run that started last.
+func selectRecording(cmd, root string, runID *string, last bool, recName string) (*recordings.Recording, error) {
+	recs, err := recordings.Scan(root)
+	if err != nil {
+		return nil, failf("%s: %v", cmd, err)
+	}
+	switch {
+	case *runID != "":
+		r, _, ok := recordings.FindRun(recs, *runID)
+		if !ok {
+			return nil, failf("%s: run %q is in no recording under %s", cmd, *runID, root)
+		}
+		return r, nil
+	case last:
+		r, run, ok := recordings.LastRun(recs)
+		if !ok {
+			return nil, failf("%s: no run recorded under %s", cmd, root)
+		}
+		*runID = run.ID
+		return r, nil
+	case recName != "":
+		for _, r := range recs {
+			if r.Name == recName {
+				return r, nil
+			}
+		}
+		return nil, failf("%s: no recording %q under %s", cmd, recName, root)
+	}
+	return recs[len(recs)-1], nil
+}
+
+// cmdEvents prints the events of a recording's journal as JSON lines,
+// whole (what a journal line leaves out put back), oldest first: a
+// journal's lines are binary (see the flight package), this is how to
+// read one by eye or pipe it to jq.
+func (a *app) cmdEvents(args []string) error {
+	stdout, stderr := a.stdout, a.stderr
+	fs := flag.NewFlagSet("events", flag.ContinueOnError)
+	dir := dirFlag(fs)
+	runID := fs.String("run", "", "print only the events of the run with this ID")
+	last := fs.Bool("last", false, "print only the events of the run that started last")
+	recName := fs.String("recording", "", "recording (session directory) to read; default the most recent")
+	if _, err := parse(fs, stdout, stderr, args, 0, ""); err != nil {
+		return err
+	}
+	if *runID != "" && *last {
+		return usagef("events: --run and --last exclude each other")
+	}
+	rec, err := selectRecording("events", rootDir(*dir), runID, *last, *recName)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(stdout)
+	// Redacted again, as export does: a journal that another program
+	// wrote may hold what the recorder would have redacted.
+	red := flight.NewRedactor(nil)
+	var line []byte
+	st, err := flight.ReadJournal(rec.Dir, func(e *flight.Event) error {
+		if *runID != "" && e.RunID != *runID {
+			return nil
+		}
+		line = e.AppendJSON(line[:0], red)
+		_, err := w.Write(line)
+		return err
+	}, nil)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return failf("events: %v", err)
+	}
+	if st.Torn > 0 || st.Corrupt > 0 {
+		fmt.Fprintf(stderr, "events: %s: skipped %d torn and %d corrupt lines\n", rec.Name, st.Torn, st.Corrupt)
+	}
+	return nil
+}
+
 func (a *app) cmdExport(args []string) error {
 	stdout, stderr := a.stdout, a.stderr
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
@@ -306,36 +390,9 @@ func (a *app) cmdExport(args []string) error {
 	if isS3(*out) && a.s3 == nil {
 		return failf("export: cannot write to S3: %s (or export to a file and upload that)", noS3)
 	}
-	root := rootDir(*dir)
-	recs, err := recordings.Scan(root)
+	rec, err := selectRecording("export", rootDir(*dir), runID, *last, *recName)
 	if err != nil {
-		return failf("export: %v", err)
-	}
-	var rec *recordings.Recording
-	switch {
-	case *runID != "":
-		r, _, ok := recordings.FindRun(recs, *runID)
-		if !ok {
-			return failf("export: run %q is in no recording under %s", *runID, root)
-		}
-		rec = r
-	case *last:
-		r, run, ok := recordings.LastRun(recs)
-		if !ok {
-			return failf("export: no run recorded under %s", root)
-		}
-		rec, *runID = r, run.ID
-	case *recName != "":
-		for _, r := range recs {
-			if r.Name == *recName {
-				rec = r
-			}
-		}
-		if rec == nil {
-			return failf("export: no recording %q under %s", *recName, root)
-		}
-	default:
-		rec = recs[len(recs)-1]
+		return err
 	}
 	if fi, err := os.Stat(*out); err == nil && fi.IsDir() && !isS3(*out) {
 		// -o DIR writes into DIR, as cp does.

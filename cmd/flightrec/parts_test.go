@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -196,5 +197,42 @@ func TestShowParts(t *testing.T) {
 	want := "image image/png " + partref.URI(sha256.Sum256(img)) + " (450 bytes)"
 	if r.err != nil || !strings.Contains(r.stdout, want) {
 		t.Errorf("show: %v\n%s", r.err, r.stdout)
+	}
+}
+
+// TestEventsReadsBinaryJournal: `flightrec events` on a recording the
+// recorder wrote (binary journal lines) prints each event as a JSON line
+// that decodes to the event ReadJournal reads, whole.
+func TestEventsReadsBinaryJournal(t *testing.T) {
+	root := partsRecording(t, []byte("\x89PNG one"), []byte("\x89PNG two"))
+	r := runCmd("events", "--dir", root)
+	if r.err != nil || r.stderr != "" {
+		t.Fatalf("events: %v\n%s", r.err, r.stderr)
+	}
+	var want []flight.Event
+	if _, err := flight.ReadJournal(filepath.Join(root, "parts"), func(e *flight.Event) error {
+		want = append(want, *e)
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != len(want) || len(want) < 3 {
+		t.Fatalf("%d lines for %d events:\n%s", len(lines), len(want), r.stdout)
+	}
+	for i, line := range lines {
+		e, err := flight.ParseEvent([]byte(line))
+		if err != nil {
+			t.Fatalf("line %d: %v: %s", i, err, line)
+		}
+		if !reflect.DeepEqual(e, want[i]) {
+			t.Errorf("line %d decodes to\n%+v\nwant\n%+v", i, e, want[i])
+		}
+		if e.Agent != "viewer" || e.SessionID != "parts" || e.RunID == "" {
+			t.Errorf("line %d is not whole: %s", i, line)
+		}
+	}
+	if !strings.Contains(r.stdout, `"parts":[{"type":"image"`) {
+		t.Errorf("the model request's parts are missing:\n%s", r.stdout)
 	}
 }

@@ -52,8 +52,8 @@
 // its checksum instead of reading as another event. Recordings written
 // before format 2 of recording.json hold JSON lines (seg-00000001.jsonl,
 // …), which every reader here still reads. To read a journal by eye,
-// export it: flightrec export writes a bundle whose events.jsonl holds
-// whole JSON lines.
+// flightrec events prints its events as whole JSON lines
+// ([Event.AppendJSON], as a bundle's events.jsonl holds them).
 //
 // A journal line also leaves out what the recording or an earlier line
 // already says: fewer bytes kept and written, more events within the

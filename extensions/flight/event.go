@@ -128,10 +128,15 @@ func (e *Event) IsFailure() bool {
 	return false
 }
 
-// appendEvent appends e's JSON line (with the newline) to dst, passing
-// every text field through red. It writes the same keys as encoding/json
-// with the struct tags of Event. Bundles (events.jsonl) hold these lines;
-// the recorder's ring and journal hold binary ones (appendEventBin).
+// AppendJSON appends e's JSON line (with the newline) to dst, as a
+// bundle's events.jsonl holds it: the keys of encoding/json with Event's
+// struct tags, in their order, and every text field passed through red
+// (when not nil). [ParseEvent] decodes it.
+func (e *Event) AppendJSON(dst []byte, red *Redactor) []byte { return appendEvent(dst, e, red) }
+
+// appendEvent is [Event.AppendJSON]. Bundles (events.jsonl) hold these
+// lines; the recorder's ring and journal hold binary ones
+// (appendEventBin).
 func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendUint(dst, e.Seq, 10)
