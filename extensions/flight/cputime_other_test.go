@@ -2,4 +2,4 @@
 
 package flight_test
 
-func processCPU() (ns int64, ok bool) { return 0, false }
+func processUsage() (u usage, ok bool) { return usage{}, false }

@@ -4,13 +4,14 @@ package flight_test
 
 import "syscall"
 
-// processCPU returns the CPU time the process has used so far, user and
-// system, of every thread, in nanoseconds; ok is false where it cannot be
+// processUsage returns what the process has used so far, over every
+// thread: CPU time (user and system) and system time alone, in
+// nanoseconds, and its minor page faults; ok is false where it cannot be
 // read.
-func processCPU() (ns int64, ok bool) {
+func processUsage() (u usage, ok bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
+		return usage{}, false
 	}
-	return ru.Utime.Nano() + ru.Stime.Nano(), true
+	return usage{cpu: ru.Utime.Nano() + ru.Stime.Nano(), sys: ru.Stime.Nano(), minflt: int64(ru.Minflt)}, true
 }

@@ -79,7 +79,9 @@ func (p *switchProvider) Generate(ctx context.Context, req *harness.ModelRequest
 // snapshotter included) over the measured loop alone, per run, where the
 // system can tell it. It leaves out the set-up (2,000 spills take about a
 // second and a half, which varies by tenths) that timing the whole
-// process would count; .ci/benchratios.sh reads it.
+// process would count; .ci/benchratios.sh reads it. The loop's system
+// time and minor page faults per run come beside it (sys-ns/op,
+// minflt/op; see reportLoopCPU).
 func BenchmarkFullStack(b *testing.B) {
 	// The reference, in the same process: BenchmarkTracedRun's setup.
 	b.Run("traced-only", func(b *testing.B) {
@@ -183,21 +185,34 @@ func BenchmarkFullStack(b *testing.B) {
 	}
 }
 
+// usage is what a process has used (see processUsage).
+type usage struct {
+	cpu, sys int64 // CPU time (user + system) and system time, ns
+	minflt   int64 // minor page faults
+}
+
 // reportLoopCPU starts measuring the process's CPU time; the function it
 // returns reports it per op as cpu-ns/op. Call it right before b.Loop and
 // the returned function right after (b.Loop stops the timer when done).
+// Beside it, it reports the loop's system time (sys-ns/op) and minor page
+// faults (minflt/op) per op: most of the full stack's system time is the
+// kernel handing back heap pages that the runtime's scavenger returned
+// (see docs/benchmarking.md, "Page faults and the scavenger").
 //
 // It also calls loopStarts and loopEnds, which mark the loop for
 // callgrind: .ci/benchratios.sh counts instructions between them
 // (--dump-before at both), not the set-up's.
 func reportLoopCPU(b *testing.B) func() {
-	start, ok := processCPU()
+	start, ok := processUsage()
 	loopStarts()
 	return func() {
 		loopEnds()
-		end, _ := processCPU()
+		end, _ := processUsage()
 		if ok && b.N > 0 {
-			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+			n := float64(b.N)
+			b.ReportMetric(float64(end.cpu-start.cpu)/n, "cpu-ns/op")
+			b.ReportMetric(float64(end.sys-start.sys)/n, "sys-ns/op")
+			b.ReportMetric(float64(end.minflt-start.minflt)/n, "minflt/op")
 		}
 	}
 }
