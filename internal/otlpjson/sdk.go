@@ -56,7 +56,12 @@ func (e *sdkEncoder) field(key, s string) {
 // a string that spans repeat (a tool catalog, a system prompt) is
 // redacted and escaped once, not at every span. It holds at most
 // cacheMaxBytes of strings and encodings, and starts afresh past that.
-// It is safe for concurrent use.
+// It keeps copies of the strings it is given, never the strings
+// themselves: a caller's string may share a large buffer (the flight
+// recorder decodes a snapshot's spans into strings of one buffer, and
+// kept as a key, one short string would keep that whole buffer alive for
+// as long as the cache kept the entry), or a buffer the caller writes
+// again. It is safe for concurrent use.
 type StringCache struct {
 	mu    sync.Mutex
 	m     map[cacheKey][]byte
@@ -84,11 +89,12 @@ func (c *StringCache) append(dst []byte, key, s string, red *redact.Redactor) []
 	e.valid(red.Field(key, s))
 	enc = slices.Clone(e.out[n:])
 	c.mu.Lock()
-	if c.m == nil || c.bytes+len(s)+len(enc) > cacheMaxBytes {
+	if c.m == nil || c.bytes+len(key)+len(s)+len(enc) > cacheMaxBytes {
 		c.m, c.bytes = map[cacheKey][]byte{}, 0
 	}
-	c.m[k] = enc
-	c.bytes += len(s) + len(enc)
+	// Copies, not the caller's strings (see StringCache).
+	c.m[cacheKey{strings.Clone(key), strings.Clone(s)}] = enc
+	c.bytes += len(key) + len(s) + len(enc)
 	c.mu.Unlock()
 	return e.out
 }
