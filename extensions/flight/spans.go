@@ -351,7 +351,10 @@ func (c *spanCopy) decode() ([]sdktrace.ReadOnlySpan, error) {
 	}
 	out := make([]sdktrace.ReadOnlySpan, 0, len(c.spans))
 	// The decoded strings share c.recs, which is the copy's alone and not
-	// written again: a string of its bytes costs no second copy.
+	// written again: a string of its bytes costs no second copy. Whatever
+	// keeps one past the spans' use must copy it, or it keeps all of
+	// c.recs alive (otlpjson.StringCache, which the span snapshots use,
+	// copies its keys).
 	all := unsafe.String(unsafe.SliceData(c.recs), len(c.recs))
 	var errs error
 	for _, cs := range c.spans {
