@@ -14,6 +14,8 @@
 #       by hand with raw OpenTelemetry calls, each value computed on each
 #       run; the floor the tracing target means)
 #   FullStack spills-0 and spills-2000 / traced-only      (extensions/flight)
+#   FullStack spills-2000 / spills-0                      (flat over 2,000
+#       spills: the same runs after 2,000 spilled results)
 #
 # CPU time per op is (CPU(N2) - CPU(N1)) / (N2 - N1): the process's user +
 # system time at two -test.benchtime counts, so that start-up and set-up
@@ -178,6 +180,7 @@ printf "  %-60s %s\n" "  without LangSmith's mirrors (NoMirror)" "$(ratios trace
 printf "  %-60s %-22s (target <= 0.9)\n" "(TracedRunNoMirror - Untraced) / (HandOTelRun - Untraced)" "$(ratios traced-nm handotel untraced untraced | medrange)"
 printf "  %-60s %-22s (target <= 1.3)\n" "FullStack spills-0 / traced-only" "$(ratios fs-spills0 fs-traced | medrange)"
 printf "  %-60s %-22s (target <= 1.3)\n" "FullStack spills-2000 / traced-only" "$(ratios fs-spills2000 fs-traced | medrange)"
+printf "  %-60s %-22s (flat: near 1)\n" "FullStack spills-2000 / spills-0" "$(ratios fs-spills2000 fs-spills0 | medrange)"
 
 if [[ "$instructions" == 1 ]]; then
 	echo "instructions per op (callgrind, two counts):"
