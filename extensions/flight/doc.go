@@ -252,14 +252,14 @@
 // (4,096 slots of 512 bytes, 2 MiB), the span buffer's records (an arena
 // of about twice the kept records, 2 MiB for 2,048 spans of a traced
 // agent), the journal's two batch buffers (256 KiB each) and the span
-// snapshot's encoding buffer (8 MB for 2,048 such spans): ~15 MB in
+// snapshot's encoding buffer (8 MB for 2,048 such spans): 13–15 MB in
 // BenchmarkFullStack, nearly all of it without pointers, so that the
 // garbage collector marks it at almost no cost. In a process whose own
 // live heap is small, it raises the heap goal, so that collections come
 // less often. It also lets the goal swing from one cycle to the next by
 // what is allocated while a collection marks, and the runtime's
 // background scavenger then returns pages to the system that the next
-// allocations fault back in: about 0.3 page faults and 1 µs of system
+// allocations fault back in: 0.25–0.5 page faults and 0.5–1.5 µs of system
 // time a run in that benchmark (docs/benchmarking.md). A process that
 // would rather keep those pages can run with GODEBUG=madvdontneed=0,
 // which returns them with MADV_FREE: the kernel takes them back only
