@@ -136,7 +136,7 @@ type snapshotSchedule struct {
 	every                  time.Duration
 	lastSpans, lastSession time.Time     // when the last snapshot of each kind started
 	spansTook, sessionTook time.Duration // what it took
-	perSpan                time.Duration // what the last span snapshot took a span
+	perSpan                time.Duration // what the last span snapshot took a span (of at least minSpanSample)
 	quiet                  time.Time     // no snapshot starts before
 }
 
@@ -176,9 +176,18 @@ func (s *snapshotSchedule) plan(now time.Time, spansDirty, sessionDirty bool, pe
 func (s *snapshotSchedule) spansDone(start time.Time, took time.Duration, n int) {
 	s.lastSpans, s.spansTook = start, took
 	if n > 0 {
-		s.perSpan = took / time.Duration(n)
+		s.perSpan = took / time.Duration(max(n, minSpanSample))
 	}
 }
+
+// minSpanSample is the fewest spans a span snapshot's time is spread over
+// to estimate what a span costs. A snapshot of a few spans (the first of
+// a recording, or one after a quiet spell) takes mostly its fixed cost:
+// creating, writing and renaming a file, a millisecond or so. Divided by
+// three spans, that made the next snapshot of a full buffer (2,048 spans)
+// look ~700 ms costly, and it waited 20 times that, ~14 s, instead of the
+// interval (TestSnapshotScheduleFixedCost).
+const minSpanSample = 64
 
 // ran notes that the snapshots planned together ran from start to end.
 func (s *snapshotSchedule) ran(start, end time.Time) {

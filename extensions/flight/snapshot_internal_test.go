@@ -88,6 +88,25 @@ func TestSnapshotBudget(t *testing.T) {
 	}
 }
 
+// TestSnapshotScheduleFixedCost: a span snapshot of a few spans, which
+// takes mostly a snapshot's fixed cost, does not make the next snapshot
+// of a full buffer wait as if each span cost that much: it waits the
+// interval. A slow snapshot of many spans still backs off.
+func TestSnapshotScheduleFixedCost(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s := snapshotSchedule{every: time.Second}
+	s.spansDone(now, time.Millisecond, 3) // the first snapshot: 3 spans, a file's cost
+	s.ran(now, now.Add(time.Millisecond))
+	if _, _, wait := s.plan(now.Add(time.Millisecond), true, false, 2048); wait > time.Second {
+		t.Errorf("a full buffer after a 3-span snapshot of 1 ms waits %v, want at most the interval", wait)
+	}
+	// 2,048 spans in 100 ms: the estimate is the measured one.
+	s.spansDone(now, 100*time.Millisecond, 2048)
+	if _, _, wait := s.plan(now, true, false, 2048); wait != (1+snapshotBackoff)*100*time.Millisecond {
+		t.Errorf("after a 100 ms snapshot of 2,048 spans, 2,048 more wait %v, want %v", wait, (1+snapshotBackoff)*100*time.Millisecond)
+	}
+}
+
 // TestSnapshotScheduleAlone: a kind with something to write alone waits
 // its interval, or what its own cost asks, from the start of its last
 // snapshot; span snapshots wait at most maxSpanSnapshotWait, whatever the

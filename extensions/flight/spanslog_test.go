@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,4 +224,73 @@ func TestSpanSnapshotReplacesLogWhenBufferTurnsOver(t *testing.T) {
 	if id := req.ResourceSpans[0].ScopeSpans[0].Spans[0].SpanId; len(first) != 1 || string(id) == first[0] {
 		t.Errorf("spans.json holds the first run's span %x, want the second run's", id)
 	}
+}
+
+// TestSpanSnapshotAfterAFirstSmallOne: a recording's first span snapshot
+// holds one span and takes mostly a snapshot's fixed cost (a file
+// written and renamed); the spans of a burst of runs that follows are in
+// the recording within about a second, not after the backoff that the
+// first snapshot's cost divided by its one span asked for (seconds for a
+// few hundred pending spans, up to maxSpanSnapshotWait, 30 s).
+func TestSpanSnapshotAfterAFirstSmallOne(t *testing.T) {
+	// A buffer of 512 spans keeps a real snapshot's own cost, and so the
+	// backoff it asks for, small even under the race detector.
+	s := newAgent(t, []harnesstest.Response{{Text: "ok"}}, nil,
+		flight.WithSnapshotInterval(50*time.Millisecond), flight.WithSpanCapacity(512))
+	s.prov.Loop = true
+	rec := filepath.Join(s.dir, "sess-1")
+	ctx := context.Background()
+	if _, err := s.agent.Run(ctx, "first"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first span snapshot", func() bool { return len(recordedTraces(t, rec)) > 0 })
+
+	var last string // the burst's last run
+	for range 1000 {
+		res, err := s.agent.Run(ctx, "burst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = res.RunID
+	}
+	var trace string
+	for _, e := range s.rec.Events() {
+		if e.RunID == last && e.Kind == flight.KindRunEnd {
+			trace = e.TraceID
+		}
+	}
+	if trace == "" {
+		t.Fatal("no trace for the last run")
+	}
+	start := time.Now()
+	for !recordedTraces(t, rec)[trace] {
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("the burst's last run is not in the recording's spans %v after the burst", time.Since(start).Round(time.Millisecond))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("the last run's spans were recorded %v after the burst", time.Since(start).Round(time.Millisecond))
+}
+
+// recordedTraces returns the traces of the spans in the recording's span
+// snapshot and span log.
+func recordedTraces(t *testing.T, rec string) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	if data, err := os.ReadFile(filepath.Join(rec, recording.SpansSnapshot)); err == nil {
+		req, err := otlpjson.Unmarshal(data) // written whole and renamed: never torn
+		if err != nil {
+			t.Fatalf("spans.json: %v", err)
+		}
+		maps.Copy(ids, traceIDsOf(req))
+	}
+	if data, err := os.ReadFile(filepath.Join(rec, recording.SpansLog)); err == nil {
+		for line := range bytes.Lines(data) {
+			// The last line may be being appended.
+			if req, err := otlpjson.Unmarshal(bytes.TrimSpace(line)); err == nil {
+				maps.Copy(ids, traceIDsOf(req))
+			}
+		}
+	}
+	return ids
 }
