@@ -123,8 +123,10 @@ const snapshotBackoff = 19
 // when that is longer (a big span buffer under load is snapshotted less
 // often). A span snapshot's cost follows the spans it writes: its estimate
 // covers the cost the pending spans will have at the last snapshot's cost
-// a span, so that a burst of spans does not make one expensive snapshot
-// before the backoff has measured it. And the snapshots written together
+// a span (its time over at least minSpanSample spans, so that a small
+// snapshot's fixed cost is not taken for its spans'), so that a burst of
+// spans does not make one expensive snapshot before the backoff has
+// measured it. And the snapshots written together
 // are followed by snapshotBackoff times their duration in which none
 // starts: the two kinds share one budget, so that the snapshotter as a
 // whole never takes more than 1/(1+snapshotBackoff) of a CPU from the
