@@ -649,9 +649,12 @@ func binSetField(e *Event, f binField, sec *int64, nsec *uint64, hasTime *bool) 
 		*nsec = f.u
 		return !f.isStr
 	case bfTime:
-		var w [8]byte
-		ok := f.isStr && fromSixes(w[:], f.b)
-		ns := int64(binary.LittleEndian.Uint64(w[:]))
+		// One word, as appendBinWord wrote it.
+		if !f.isStr || len(f.b) != sixes64 {
+			return false
+		}
+		w, ok := getSixes(f.b)
+		ns := int64(w)
 		*hasTime = true
 		*sec, *nsec = ns/1e9, uint64(ns%1e9)
 		if ns < 0 && *nsec != 0 {

@@ -140,7 +140,7 @@ func (l *lineRuns) runOf(line []byte) []byte {
 		l.seq, l.run = seq, run
 		return run
 	}
-	if ref != 0 && l.seq != 0 && ref == l.seq {
+	if ref != 0 && ref == l.seq {
 		return l.run
 	}
 	return nil
