@@ -409,13 +409,11 @@ func appendEventBin(dst []byte, e *Event, red *Redactor, c *encCache) []byte {
 	dst = appendBinUint(dst, bfRef, ref)
 	dst = appendBinInt(dst, bfStep, int64(e.Step))
 	dst = appendBinInt(dst, bfAttempt, int64(e.Attempt))
-	if e.TraceID == "" && e.sc.IsValid() {
+	if e.TraceID == "" && e.tid.IsValid() {
 		if form.ref == 0 {
-			tid := e.sc.TraceID()
-			dst = appendBinRaw(dst, bfTraceRaw, tid[:])
+			dst = appendBinRaw(dst, bfTraceRaw, e.tid[:])
 		}
-		sid := e.sc.SpanID()
-		dst = appendBinRaw(dst, bfSpanRaw, sid[:])
+		dst = appendBinRaw(dst, bfSpanRaw, e.sid[:])
 	} else {
 		if form.ref == 0 {
 			dst = appendBinStr(dst, bfTrace, e.TraceID, nil)

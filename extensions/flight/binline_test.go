@@ -68,7 +68,7 @@ func randEvent(r *rand.Rand) Event {
 	}
 	switch r.IntN(3) {
 	case 0:
-		e.sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
+		e.setSpan(trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid}))
 	case 1:
 		e.TraceID, e.SpanID = str(), str()
 	}
@@ -136,7 +136,7 @@ func TestBinLineAsJSONLine(t *testing.T) {
 func TestBinLineLeavesOut(t *testing.T) {
 	tid := trace.TraceID{1, 2, 3}
 	e := Event{Seq: 7, Kind: KindToolCall, Agent: "a", SessionID: "s", RunID: "run-1",
-		sc: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{4}})}
+		tid: tid, sid: trace.SpanID{4}}
 	c := newEncCache(nil)
 	c.form = lineForm{bare: true, ref: 5}
 	got, err := ParseEvent(appendEventBin(nil, &e, nil, &c))
@@ -213,13 +213,13 @@ func TestReadJournalMixedFormats(t *testing.T) {
 	write("seg-00000001.jsonl", []byte(""+
 		`{"seq":1,`+tm+`,"kind":"run_start","run_id":"r1","trace_id":"t1"}`+"\n"+
 		`{"seq":2,`+tm+`,"kind":"model_request","ref":1}`+"\n"))
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0x0a, 0x1b, 0x0d}, SpanID: trace.SpanID{1}})
+	tid, sid := trace.TraceID{0x0a, 0x1b, 0x0d}, trace.SpanID{1}
 	c := newEncCache(nil)
 	var seg []byte
 	c.form = lineForm{bare: true}
-	seg = appendEventBin(seg, &Event{Seq: 1, Time: time.Unix(5, 6), Kind: KindRunStart, Agent: "ag", SessionID: "s1", RunID: "r2", sc: sc}, nil, &c)
+	seg = appendEventBin(seg, &Event{Seq: 1, Time: time.Unix(5, 6), Kind: KindRunStart, Agent: "ag", SessionID: "s1", RunID: "r2", tid: tid, sid: sid}, nil, &c)
 	c.form = lineForm{bare: true, ref: 1}
-	seg = appendEventBin(seg, &Event{Seq: 2, Time: time.Unix(7, 8), Kind: KindRunEnd, Agent: "ag", SessionID: "s1", RunID: "r2", sc: sc, Status: "completed"}, nil, &c)
+	seg = appendEventBin(seg, &Event{Seq: 2, Time: time.Unix(7, 8), Kind: KindRunEnd, Agent: "ag", SessionID: "s1", RunID: "r2", tid: tid, sid: sid, Status: "completed"}, nil, &c)
 	// A third process, whose line 1 was lost: its line 2 names that line,
 	// not the line 1 of a process before, and stays without IDs.
 	seg = appendEventBin(seg, &Event{Seq: 2, Kind: KindRunEnd, Ref: 1}, nil, nil)
@@ -233,12 +233,12 @@ func TestReadJournalMixedFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tid := hex.EncodeToString([]byte{0x0a, 0x1b, 0x0d, 15: 0})
+	tidHex := hex.EncodeToString(tid[:])
 	want := []string{
 		"1 run_start ag s1 r1 t1 0",
 		"2 model_request ag s1 r1 t1 0",
-		"1 run_start ag s1 r2 " + tid + " 0",
-		"2 run_end ag s1 r2 " + tid + " 0",
+		"1 run_start ag s1 r2 " + tidHex + " 0",
+		"2 run_end ag s1 r2 " + tidHex + " 0",
 		"2 run_end ag s1   1",
 	}
 	if st.Events != 5 || st.Corrupt != 0 || st.Segments != 2 {
@@ -256,8 +256,8 @@ func TestReadJournalMixedFormats(t *testing.T) {
 func TestBinLineGolden(t *testing.T) {
 	e := Event{Seq: 300, Time: time.Unix(1764806400, 123456789), Kind: KindToolResult, RunID: "r\n1", Ref: 0, Step: -2,
 		Status: "ok", Duration: 1500, Tool: "echo", CallID: "c\r", Text: "a\x1bb", Truncated: true, Size: 70,
-		sc: trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
-			SpanID: trace.SpanID{0xa, 0xd, 0x1b, 0xff, 0, 0x40, 0x80, 0xc0}})}
+		tid: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		sid: trace.SpanID{0xa, 0xd, 0x1b, 0xff, 0, 0x40, 0x80, 0xc0}}
 	got := appendEventBin(nil, &e, nil, nil)
 	const want = "\x01\x82\xacB\xd7KUt\\lPHav}aA\x88F\x91Dr\x1b\x011\x94C\x99VAHp@DT`AG`@IhpBLt`CO@A\x9dKJtpF\x7fC@P@BL\xa1Bok\xa2\xb8W\xbdDecho\xbfCc\x1b\x03\xc1Da\x1b\x02b\u008cA\xc4AWUe|k@\n"
 	if string(got) != want {

@@ -105,10 +105,22 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	Path   string `json:"path,omitempty"`
 
-	// The recorder's hot path keeps IDs raw and encodes them directly.
-	sc        trace.SpanContext
+	// The recorder's hot path keeps IDs raw and encodes them directly:
+	// tid and sid are the trace and span ID of the event's span context
+	// when it is valid, zero when not (see setSpan).
+	tid       trace.TraceID
+	sid       trace.SpanID
 	prefix    harness.Hash
 	hasPrefix bool
+}
+
+// setSpan keeps the trace and span ID of sc, when sc is valid. Event
+// keeps the two IDs, not sc: a SpanContext is 64 bytes, which its
+// value-receiver methods copy at each call.
+func (e *Event) setSpan(sc trace.SpanContext) {
+	if sc.IsValid() {
+		e.tid, e.sid = sc.TraceID(), sc.SpanID()
+	}
 }
 
 // IsFailure reports whether e records a failure: an error, a failed or
@@ -158,12 +170,11 @@ func appendEvent(dst []byte, e *Event, red *Redactor) []byte {
 	}
 	dst = appendInt(dst, `,"step":`, int64(e.Step))
 	dst = appendInt(dst, `,"attempt":`, int64(e.Attempt))
-	if e.TraceID == "" && e.sc.IsValid() {
-		tid, sid := e.sc.TraceID(), e.sc.SpanID()
+	if e.TraceID == "" && e.tid.IsValid() {
 		dst = append(dst, `,"trace_id":"`...)
-		dst = hex.AppendEncode(dst, tid[:])
+		dst = hex.AppendEncode(dst, e.tid[:])
 		dst = append(dst, `","span_id":"`...)
-		dst = hex.AppendEncode(dst, sid[:])
+		dst = hex.AppendEncode(dst, e.sid[:])
 		dst = append(dst, '"')
 	} else {
 		dst = appendStr(dst, `,"trace_id":`, e.TraceID, nil)

@@ -445,7 +445,8 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 	var e Event
 	e.Time = ev.Time
 	e.Agent, e.SessionID, e.RunID, e.Step = ev.Agent, ev.SessionID, ev.RunID, ev.Step
-	e.sc = trace.SpanContextFromContext(ctx)
+	sc := trace.SpanContextFromContext(ctx)
+	e.setSpan(sc)
 	switch ev.Type {
 	case harness.EventRunStart:
 		if ev.Recovered {
@@ -457,7 +458,7 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 			e.Attempt = ev.Attempt
 		}
 		e.Kind = KindRunStart
-		logTraceID(ctx, e.sc)
+		logTraceID(ctx, sc)
 		x.setText(&e, ev.Input)
 		x.sessionDirty.Store(true)
 	case harness.EventRunEnd:
@@ -645,8 +646,8 @@ func (x *Extension) record(e *Event) {
 	}
 	x.seq++
 	e.Seq = x.seq
-	if e.sc.IsValid() {
-		x.noteTraceLocked(e.sc.TraceID())
+	if e.tid.IsValid() {
+		x.noteTraceLocked(e.tid)
 	}
 	form, carrier, failures := x.lineFormLocked(e)
 	x.enc.form = form

@@ -133,7 +133,7 @@ func (x *Extension) lineFormLocked(e *Event) (form lineForm, carrier bool, failu
 	if x.journal != nil {
 		failures = x.journal.Failures()
 	}
-	if last := &x.jids; last.seq != 0 && e.RunID == last.runID && e.sc.TraceID() == last.tid && e.TraceID == last.traceID &&
+	if last := &x.jids; last.seq != 0 && e.RunID == last.runID && e.tid == last.tid && e.TraceID == last.traceID &&
 		e.Seq-last.seq < journalRefWindow && failures == last.failures {
 		form.ref = last.seq
 		return form, false, failures
@@ -149,7 +149,7 @@ func (x *Extension) journalLocked(line []byte, e *Event, carrier bool, failures 
 	took := x.journal == nil || x.journal.Append(line)
 	switch {
 	case carrier && took:
-		x.jids = journalIDs{seq: e.Seq, runID: e.RunID, tid: e.sc.TraceID(), traceID: e.TraceID, failures: failures}
+		x.jids = journalIDs{seq: e.Seq, runID: e.RunID, tid: e.tid, traceID: e.TraceID, failures: failures}
 	case carrier:
 		x.jids.seq = 0 // dropped: no line may name it
 	}

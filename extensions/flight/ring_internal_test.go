@@ -103,7 +103,7 @@ func TestRingLinesResolve(t *testing.T) {
 			e.Agent = "sub"
 		}
 		if tid.IsValid() {
-			e.sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{byte(i), 1}})
+			e.setSpan(trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{byte(i), 1}}))
 		}
 		x.record(&e)
 		whole, err := ParseEvent(appendEvent(nil, &e, x.red))
