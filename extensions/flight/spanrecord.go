@@ -42,26 +42,23 @@ import (
 //
 // appendSpanRecord reports false for a span with an attribute value of a
 // type it does not know (a later SDK's): the buffer keeps such a span as
-// it is. sc is s's span context, which the caller has already: each of
-// the SDK's span getters copies the whole span (their receivers are
-// values), so the record asks each once.
+// it is. s is the span's fields (see fieldsOf).
 
-func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, sc trace.SpanContext, enc *spanEnc) ([]byte, bool) {
+func appendSpanRecord(b []byte, s *spanFields, enc *spanEnc) ([]byte, bool) {
 	enc.nrefs = 0
 	ok := true
-	b = appendSpanContext(b, sc)
-	b = appendSpanContext(b, s.Parent())
-	b = append(b, byte(s.SpanKind()))
-	b = appendTime(b, s.StartTime())
-	b = appendTime(b, s.EndTime())
-	st := s.Status()
-	b = append(b, byte(st.Code))
-	b = appendRecStr(b, st.Description)
-	b = appendRecStr(b, s.Name())
-	b = binary.AppendUvarint(b, uint64(s.ChildSpanCount()))
-	b, ok = appendAttrs(b, s.Attributes(), ok, enc)
-	b = binary.AppendUvarint(b, uint64(s.DroppedAttributes()))
-	evs := s.Events()
+	b = appendSpanContext(b, &s.spanContext)
+	b = appendSpanContext(b, &s.parent)
+	b = append(b, byte(s.spanKind))
+	b = appendTime(b, s.startTime)
+	b = appendTime(b, s.endTime)
+	b = append(b, byte(s.status.Code))
+	b = appendRecStr(b, s.status.Description)
+	b = appendRecStr(b, s.name)
+	b = binary.AppendUvarint(b, uint64(s.childSpanCount))
+	b, ok = appendAttrs(b, s.attributes, ok, enc)
+	b = binary.AppendUvarint(b, uint64(s.droppedAttributeCount))
+	evs := s.events
 	b = binary.AppendUvarint(b, uint64(len(evs)))
 	for i := range evs {
 		e := &evs[i]
@@ -70,20 +67,22 @@ func appendSpanRecord(b []byte, s sdktrace.ReadOnlySpan, sc trace.SpanContext, e
 		b, ok = appendAttrs(b, e.Attributes, ok, enc)
 		b = binary.AppendUvarint(b, uint64(e.DroppedAttributeCount))
 	}
-	b = binary.AppendUvarint(b, uint64(s.DroppedEvents()))
-	links := s.Links()
+	b = binary.AppendUvarint(b, uint64(s.droppedEventCount))
+	links := s.links
 	b = binary.AppendUvarint(b, uint64(len(links)))
 	for i := range links {
 		l := &links[i]
-		b = appendSpanContext(b, l.SpanContext)
+		b = appendSpanContext(b, &l.SpanContext)
 		b, ok = appendAttrs(b, l.Attributes, ok, enc)
 		b = binary.AppendUvarint(b, uint64(l.DroppedAttributeCount))
 	}
-	b = binary.AppendUvarint(b, uint64(s.DroppedLinks()))
+	b = binary.AppendUvarint(b, uint64(s.droppedLinkCount))
 	return b, ok
 }
 
-func appendSpanContext(b []byte, sc trace.SpanContext) []byte {
+// appendSpanContext takes sc by pointer, which saves a copy of its 64
+// bytes (its getters, with value receivers, still copy it).
+func appendSpanContext(b []byte, sc *trace.SpanContext) []byte {
 	t, s := sc.TraceID(), sc.SpanID()
 	b = append(b, t[:]...)
 	b = append(b, s[:]...)
@@ -475,11 +474,11 @@ type spanScope struct {
 }
 
 // same reports whether s is the resource and scope of span.
-func (s *spanScope) same(span sdktrace.ReadOnlySpan) bool {
-	if s.res != span.Resource() {
+func (s *spanScope) same(span *spanFields) bool {
+	if s.res != span.resource {
 		return false
 	}
-	sc := span.InstrumentationScope()
+	sc := &span.instrumentationScope
 	if s.scope.Name != sc.Name || s.scope.Version != sc.Version || s.scope.SchemaURL != sc.SchemaURL {
 		return false
 	}

@@ -40,6 +40,7 @@ type SpanProcessor struct {
 	odd     map[uint64]sdktrace.ReadOnlySpan // by seq: spans the records cannot encode, kept as they are
 	enc     spanEnc                          // the records' key numbers and referenced values
 	scratch []byte                           // OnEnd's encoding buffer
+	fields  spanFields                       // OnEnd's span, read through its getters (see fieldsOf)
 	onEnd   func()                           // notifies the owning extension; may be nil
 }
 
@@ -79,10 +80,11 @@ func (p *SpanProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 // given twice in a row (the processor registered twice on one provider,
 // by hand and by the recorder) is kept once.
 func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
-	sc := s.SpanContext()
-	id := spanKey{sc.TraceID(), sc.SpanID()}
 	p.mu.Lock()
+	f := fieldsOf(s, &p.fields)
+	id := spanKey{f.spanContext.TraceID(), f.spanContext.SpanID()}
 	if p.recentLocked(id) {
+		p.fields = spanFields{}
 		p.mu.Unlock()
 		return
 	}
@@ -91,10 +93,10 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		p.dropped++
 		p.evictLocked(slot)
 	}
-	rec, ok := appendSpanRecord(p.scratch[:0], s, sc, &p.enc)
+	rec, ok := appendSpanRecord(p.scratch[:0], f, &p.enc)
 	p.scratch = rec
 	p.seq++
-	*slot = spanSlot{seq: p.seq, id: id, scope: p.scopeLocked(s)}
+	*slot = spanSlot{seq: p.seq, id: id, scope: p.scopeLocked(f)}
 	if ok {
 		slot.nrefs, slot.refs = p.enc.nrefs, p.enc.refs
 		p.putLocked(slot, rec)
@@ -114,6 +116,9 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	if len(p.scratch) > 64<<10 {
 		p.scratch = nil // do not keep a huge span's buffer
+	}
+	if f == &p.fields {
+		p.fields = spanFields{} // keep nothing of the span
 	}
 	fn := p.onEnd
 	p.mu.Unlock()
@@ -195,7 +200,7 @@ func (p *SpanProcessor) compactValuesLocked() {
 
 // scopeLocked returns the index of s's resource and scope in p.scopes,
 // adding them when new, and counts the reference.
-func (p *SpanProcessor) scopeLocked(s sdktrace.ReadOnlySpan) int {
+func (p *SpanProcessor) scopeLocked(s *spanFields) int {
 	free := -1
 	for i, sc := range p.scopes {
 		if sc == nil {
@@ -209,7 +214,7 @@ func (p *SpanProcessor) scopeLocked(s sdktrace.ReadOnlySpan) int {
 			return i
 		}
 	}
-	sc := &spanScope{res: s.Resource(), scope: s.InstrumentationScope(), refs: 1}
+	sc := &spanScope{res: s.resource, scope: s.instrumentationScope, refs: 1}
 	if free >= 0 {
 		p.scopes[free] = sc
 		return free

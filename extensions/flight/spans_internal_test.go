@@ -85,7 +85,7 @@ func TestSpanRecordRoundTrip(t *testing.T) {
 	for _, stub := range stubs {
 		in := stub.Snapshot()
 		var enc spanEnc
-		rec, ok := appendSpanRecord(nil, in, in.SpanContext(), &enc)
+		rec, ok := appendSpanRecord(nil, fieldsOf(in, new(spanFields)), &enc)
 		if !ok {
 			t.Fatalf("%s: not encodable", stub.Name)
 		}
@@ -124,7 +124,7 @@ func TestSpanRecordStringSlices(t *testing.T) {
 			attribute.StringSlice("gen_ai.response.finish_reasons", v), attribute.StringSlice("other", values[(i+3)%len(values)])}}
 		in := stub.Snapshot()
 		enc.nrefs = 0
-		rec, ok := appendSpanRecord(nil, in, in.SpanContext(), &enc)
+		rec, ok := appendSpanRecord(nil, fieldsOf(in, new(spanFields)), &enc)
 		if !ok {
 			t.Fatalf("value %d: not encodable", i)
 		}
@@ -149,7 +149,7 @@ func TestSpanRecordStringSlices(t *testing.T) {
 func TestSpanRecordCorrupt(t *testing.T) {
 	var enc spanEnc
 	in := everyKindStub(t).Snapshot()
-	rec, _ := appendSpanRecord(nil, in, in.SpanContext(), &enc)
+	rec, _ := appendSpanRecord(nil, fieldsOf(in, new(spanFields)), &enc)
 	for n := 0; n < len(rec); n += 1 + n/64 {
 		if _, err := decodeSpanRecord(string(rec[:n]), &spanScope{}, enc.keys.names, enc.vals.strings(enc)); err == nil {
 			t.Fatalf("a record cut to %d of %d bytes decoded", n, len(rec))
@@ -314,7 +314,7 @@ func TestSpanRecordKeys(t *testing.T) {
 		stub.Attributes = append(stub.Attributes, attribute.Int(fmt.Sprint("k", i), i))
 	}
 	in := stub.Snapshot()
-	rec, _ := appendSpanRecord(nil, in, in.SpanContext(), &enc)
+	rec, _ := appendSpanRecord(nil, fieldsOf(in, new(spanFields)), &enc)
 	if len(enc.keys.names) != maxSpanKeys {
 		t.Errorf("%d keys numbered, want at most %d", len(enc.keys.names), maxSpanKeys)
 	}
