@@ -269,3 +269,32 @@ func TestBinLineGolden(t *testing.T) {
 		t.Errorf("golden line decodes to %+v (%v)", back, err)
 	}
 }
+
+// TestSixes checks putSixes against the layout it documents (byte i is
+// 0x40 | bits 6i to 6i+5 of the word) and getSixes against putSixes.
+func TestSixes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	words := []uint64{0, 1, 0x3f, 0x40, 1 << 63, 1<<64 - 1, 0x0123456789abcdef}
+	for i := range 64 {
+		words = append(words, 1<<i)
+	}
+	for range 1000 {
+		words = append(words, r.Uint64())
+	}
+	for _, v := range words {
+		var got [sixes64 + 2]byte
+		got[sixes64], got[sixes64+1] = 0xee, 0xee
+		putSixes(got[:sixes64], v)
+		for i := range sixes64 {
+			if want := 0x40 | byte(v>>(6*i)&0x3f); got[i] != want {
+				t.Fatalf("putSixes(%#x): byte %d is %#x, want %#x", v, i, got[i], want)
+			}
+		}
+		if got[sixes64] != 0xee || got[sixes64+1] != 0xee {
+			t.Fatalf("putSixes(%#x) wrote past its eleven bytes", v)
+		}
+		if back, ok := getSixes(got[:]); !ok || back != v {
+			t.Fatalf("getSixes(putSixes(%#x)) = %#x, %v", v, back, ok)
+		}
+	}
+}
