@@ -325,7 +325,7 @@ func (x *Extension) OnTurnComplete(ctx context.Context, ec *harness.ExtensionCon
 		x.snapshotSession(context.WithoutCancel(ctx))
 		return
 	}
-	x.sessionDirty.Store(true)
+	setFlag(&x.sessionDirty)
 	x.kickLater()
 }
 
@@ -460,7 +460,7 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 		e.Kind = KindRunStart
 		logTraceID(ctx, sc)
 		x.setText(&e, ev.Input)
-		x.sessionDirty.Store(true)
+		setFlag(&x.sessionDirty)
 	case harness.EventRunEnd:
 		e.Kind = KindRunEnd
 		if r := ev.Result; r != nil {
@@ -498,7 +498,7 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 			x.noteParts(&e, ev.RunID, true, r.Message.Content)
 		}
 		x.setErr(&e, ev.Err)
-		x.sessionDirty.Store(true)
+		setFlag(&x.sessionDirty)
 	case harness.EventToolCallStart:
 		e.Kind = KindToolCall
 		if c := ev.ToolCall; c != nil {
@@ -517,10 +517,10 @@ func (x *Extension) observe(ctx context.Context, ev *harness.Event) error {
 			x.setText(&e, r.Content)
 			x.noteParts(&e, ev.RunID, true, r.Parts)
 		}
-		x.sessionDirty.Store(true)
+		setFlag(&x.sessionDirty)
 		x.record(&e)
 		if x.cfg.includeArtifacts {
-			x.artifactsDirty.Store(true)
+			setFlag(&x.artifactsDirty)
 			x.kickSnapshot()
 		}
 		return nil
@@ -768,10 +768,20 @@ func (x *Extension) Events() []Event {
 }
 
 func (x *Extension) spanEnded() {
-	if !x.spansDirty.Load() {
-		x.spansDirty.Store(true)
-	}
+	setFlag(&x.spansDirty)
 	x.kickLater()
+}
+
+// setFlag sets f, and does not store when f is set already: on amd64 an
+// atomic store is a locked instruction, a full barrier, and a load is a
+// plain one. The flags are set at most events and spans, and cleared at
+// most once a snapshot interval. A set that the load misses (f seen set
+// just as the snapshotter clears it) is not lost: the snapshotter clears a
+// flag before it reads what the flag stands for.
+func setFlag(f *atomic.Bool) {
+	if !f.Load() {
+		f.Store(true)
+	}
 }
 
 // writeFileAtomic writes data to a temporary file (mode 0600) and renames
