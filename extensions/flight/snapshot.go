@@ -19,7 +19,6 @@ import (
 	"github.com/harnessx/harnessx/internal/otlpjson"
 	"github.com/harnessx/harnessx/internal/recording"
 	"github.com/harnessx/harnessx/internal/redact"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -286,12 +285,13 @@ func (x *Extension) snapshotSpans() int {
 	if !open {
 		return 0
 	}
-	spans, last, whole := x.recentSpans(x.spanSeq)
-	if len(spans) == 0 {
+	spans := x.recentSpans(x.spanSeq)
+	last := spans.last
+	if spans.Len() == 0 {
 		x.spanSeq = last
 		return 0
 	}
-	if whole && x.spansLogBytes > 0 {
+	if spans.whole && x.spansLogBytes > 0 {
 		// Every buffered span of the recent traces ended since the last
 		// snapshot (spans end faster than the buffer holds them): they
 		// are what compacting would write. Written as spans.json, they
@@ -303,37 +303,36 @@ func (x *Extension) snapshotSpans() int {
 	err := appendLine(filepath.Join(x.dir, recording.SpansLog), data)
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
-		return len(spans)
+		return spans.Len()
 	}
 	x.spanSeq = last
 	x.spansLogBytes += int64(len(data)) + 1
-	return len(spans)
+	return spans.Len()
 }
 
-// recentSpans returns the buffered spans of the recent traces numbered
-// after seq and the number of the last span kept (see
-// SpanProcessor.since), logging records that did not decode.
-// It also reports whether they are all the buffered spans of the recent
-// traces.
-func (x *Extension) recentSpans(seq uint64) ([]sdktrace.ReadOnlySpan, uint64, bool) {
-	spans, last, whole, err := x.spans.since(seq, x.inRecentTrace())
-	if err != nil {
-		x.ec.Logger().Warn("flight: span snapshot", "err", err)
-	}
-	return spans, last, whole
+// recentSpans returns a copy of the buffered spans of the recent traces
+// numbered after seq, with the number of the last span kept and whether
+// they are all the buffered spans of the recent traces (see
+// SpanProcessor.copySince). encodeSpans decodes them.
+func (x *Extension) recentSpans(seq uint64) *spanCopy {
+	return x.spans.copySince(seq, x.inRecentTrace())
 }
 
 // encodeSpans encodes spans as one redacted OTLP/JSON export request,
-// the bytes bundles hold (marshalSpans), straight from the spans
-// (otlpjson.AppendSDKRequest). The bytes are valid until the next call:
-// they are in a buffer the snapshotter reuses, unless it is much larger
-// than this request needed (after a burst of large spans).
-func (x *Extension) encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
+// the bytes bundles hold (marshalSpans), straight from the copied
+// records, decoding one span at a time (otlpjson.AppendSDKSpans), and
+// logs records that did not decode. The bytes are valid until the next
+// call: they are in a buffer the snapshotter reuses, unless it is much
+// larger than this request needed (after a burst of large spans).
+func (x *Extension) encodeSpans(spans *spanCopy) []byte {
 	var red *redact.Redactor
 	if x.red != nil {
 		red = &x.red.r
 	}
-	data := otlpjson.AppendSDKRequest(x.spansBuf[:0], spans, red, &x.spansCache)
+	data := otlpjson.AppendSDKSpans(x.spansBuf[:0], spans, red, &x.spansCache)
+	if spans.err != nil {
+		x.ec.Logger().Warn("flight: span snapshot", "err", spans.err)
+	}
 	if cap(data) <= max(4*len(data), 64<<10) {
 		x.spansBuf = data[:0]
 	} else {
@@ -352,14 +351,14 @@ func (x *Extension) compactSpans() int {
 	if !open {
 		return 0
 	}
-	spans, last, _ := x.recentSpans(0)
-	return x.writeSpans(spans, last)
+	spans := x.recentSpans(0)
+	return x.writeSpans(spans, spans.last)
 }
 
 // writeSpans writes spans, every buffered span of the recent traces, the
 // last numbered last, into spans.json and removes spans.jsonl. It
 // returns the number of spans written.
-func (x *Extension) writeSpans(spans []sdktrace.ReadOnlySpan, last uint64) int {
+func (x *Extension) writeSpans(spans *spanCopy, last uint64) int {
 	data := x.encodeSpans(spans)
 	err := writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)
 	if err == nil {
@@ -370,10 +369,10 @@ func (x *Extension) writeSpans(spans []sdktrace.ReadOnlySpan, last uint64) int {
 	}
 	if err != nil {
 		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
-		return len(spans)
+		return spans.Len()
 	}
 	x.spanSeq, x.spansLogBytes = last, 0
-	return len(spans)
+	return spans.Len()
 }
 
 // inRecentTrace returns a filter of the recent traces this

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/harnessx/harnessx/internal/otlpjson"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -135,5 +137,38 @@ func TestSameLayout(t *testing.T) {
 		if got := sameLayout(c.t, want); got != c.want {
 			t.Errorf("sameLayout(%v) = %v, want %v", c.t, got, c.want)
 		}
+	}
+}
+
+// TestSpanCopyDecodesOneAtATime: a span snapshot decodes a copy's records
+// as the encoder asks for them; a record that does not decode is left out
+// of the snapshot and reported, and the others are written.
+func TestSpanCopyDecodesOneAtATime(t *testing.T) {
+	p := newSpanProcessor(8)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	for _, name := range []string{"one", "two", "three"} {
+		_, s := tp.Tracer("t").Start(context.Background(), name)
+		s.End()
+	}
+	c := p.copySince(0, nil)
+	if c.Len() != 3 {
+		t.Fatalf("copied %d spans", c.Len())
+	}
+	for i, name := range []string{"one", "two", "three"} {
+		if s := c.Span(i); s == nil || s.Name() != name {
+			t.Fatalf("span %d: %v", i, s)
+		}
+		if res, scope := c.Scope(i); res != c.Span(i).Resource() || scope.Name != "t" {
+			t.Errorf("span %d: scope %v %v", i, res, scope)
+		}
+	}
+	c.spans[1].n = 20 // cut the record of "two": it no longer decodes
+	got := string(otlpjson.AppendSDKSpans(nil, c, nil, nil))
+	if c.err == nil {
+		t.Error("a record that does not decode was not reported")
+	}
+	if !strings.Contains(got, `"name":"one"`) || !strings.Contains(got, `"name":"three"`) || strings.Contains(got, `"name":"two"`) {
+		t.Errorf("snapshot %s", got)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/harnessx/harnessx/internal/otlpjson"
 	"github.com/harnessx/harnessx/internal/otlpspans"
 
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -285,7 +287,8 @@ type spanCopy struct {
 	recs  []byte
 	spans []copiedSpan
 	last  uint64
-	whole bool // no kept span of the traces asked for was left out as old
+	whole bool  // no kept span of the traces asked for was left out as old
+	err   error // the first record Span could not decode
 }
 
 type copiedSpan struct {
@@ -376,6 +379,46 @@ func (c *spanCopy) decode() ([]sdktrace.ReadOnlySpan, error) {
 	}
 	return out, errs
 }
+
+// The span snapshots encode a copy's spans one at a time
+// (otlpjson.AppendSDKSpans): Span decodes a record when the encoder asks
+// for it, so that no more than one decoded span is alive at once. Decoded
+// all at once, a snapshot's 2,048 spans were some 4 MB of objects with
+// pointers for the few milliseconds of the encoding; a GC cycle that
+// marked during it scanned them and paced its successors by that, starting
+// their marks early (see docs/benchmarking.md, 2026-12-04, 22:00).
+
+// Len returns the number of copied spans.
+func (c *spanCopy) Len() int { return len(c.spans) }
+
+// Scope returns span i's resource and instrumentation scope.
+func (c *spanCopy) Scope(i int) (*resource.Resource, instrumentation.Scope) {
+	cs := &c.spans[i]
+	if cs.odd != nil {
+		return cs.odd.Resource(), cs.odd.InstrumentationScope()
+	}
+	return cs.scope.res, cs.scope.scope
+}
+
+// Span decodes span i; nil when its record does not decode (a bug),
+// which err then reports.
+func (c *spanCopy) Span(i int) sdktrace.ReadOnlySpan {
+	cs := &c.spans[i]
+	if cs.odd != nil {
+		return cs.odd
+	}
+	all := unsafe.String(unsafe.SliceData(c.recs), len(c.recs))
+	d, err := decodeSpanRecord(all[cs.off:cs.off+cs.n], cs.scope, c.keys, c.refs[cs.ref:cs.ref+cs.nrefs])
+	if err != nil {
+		if c.err == nil {
+			c.err = err
+		}
+		return nil
+	}
+	return d
+}
+
+var _ otlpjson.SDKSpans = (*spanCopy)(nil)
 
 // pending returns how many kept spans are numbered after seq, at most
 // the buffer's size.

@@ -220,7 +220,35 @@ func appendScope(dst []byte, s instrumentation.Scope, red *redact.Redactor) []by
 // resources as a map does, so only a request of one resource is always
 // the same bytes.
 func AppendSDKRequest(dst []byte, spans []sdktrace.ReadOnlySpan, red *redact.Redactor, cache *StringCache) []byte {
-	if len(spans) == 0 {
+	return AppendSDKSpans(dst, spanSlice(spans), red, cache)
+}
+
+// SDKSpans is a list of ended spans that [AppendSDKSpans] reads one at a
+// time, so that a caller that keeps its spans in another form (the
+// flight recorder's records) need not make them all SDK spans at once.
+type SDKSpans interface {
+	// Len is the number of spans.
+	Len() int
+	// Scope returns span i's resource and instrumentation scope, what
+	// Resource and InstrumentationScope of Span(i) return.
+	Scope(i int) (*resource.Resource, instrumentation.Scope)
+	// Span returns span i; nil leaves it out. The encoder calls it once
+	// for each span, in the order it writes them, and does not keep what
+	// it returns past the next call.
+	Span(i int) sdktrace.ReadOnlySpan
+}
+
+type spanSlice []sdktrace.ReadOnlySpan
+
+func (s spanSlice) Len() int { return len(s) }
+func (s spanSlice) Scope(i int) (*resource.Resource, instrumentation.Scope) {
+	return s[i].Resource(), s[i].InstrumentationScope()
+}
+func (s spanSlice) Span(i int) sdktrace.ReadOnlySpan { return s[i] }
+
+// AppendSDKSpans is [AppendSDKRequest] of the spans spans lists.
+func AppendSDKSpans(dst []byte, spans SDKSpans, red *redact.Redactor, cache *StringCache) []byte {
+	if spans.Len() == 0 {
 		return append(dst, '{', '}')
 	}
 	type scopeKey struct {
@@ -233,18 +261,20 @@ func AppendSDKRequest(dst []byte, spans []sdktrace.ReadOnlySpan, red *redact.Red
 	}
 	type resourceGroup struct {
 		key    attribute.Distinct
+		res    *resource.Resource // of the group's first span
 		scopes []*scopeGroup
 	}
 	var resources []*resourceGroup
 	byRes := map[attribute.Distinct]*resourceGroup{}
 	byScope := map[scopeKey]*scopeGroup{}
-	for i, s := range spans {
-		sk := scopeKey{s.Resource().Equivalent(), s.InstrumentationScope()}
+	for i := range spans.Len() {
+		res, scope := spans.Scope(i)
+		sk := scopeKey{res.Equivalent(), scope}
 		sg := byScope[sk]
 		if sg == nil {
 			rg := byRes[sk.res]
 			if rg == nil {
-				rg = &resourceGroup{key: sk.res}
+				rg = &resourceGroup{key: sk.res, res: res}
 				byRes[sk.res] = rg
 				resources = append(resources, rg)
 			}
@@ -260,7 +290,7 @@ func AppendSDKRequest(dst []byte, spans []sdktrace.ReadOnlySpan, red *redact.Red
 		if k > 0 {
 			e.out = append(e.out, ',')
 		}
-		res := spans[rg.scopes[0].spans[0]].Resource()
+		res := rg.res
 		e.out = append(e.out, '{')
 		first := true
 		if r := appendResource(nil, res, red); len(r) > 0 {
@@ -281,11 +311,17 @@ func AppendSDKRequest(dst []byte, spans []sdktrace.ReadOnlySpan, red *redact.Red
 			}
 			e.key(&f, "spans")
 			e.out = append(e.out, '[')
-			for n, i := range sg.spans {
+			n := 0
+			for _, i := range sg.spans {
+				s := spans.Span(i)
+				if s == nil {
+					continue
+				}
 				if n > 0 {
 					e.out = append(e.out, ',')
 				}
-				e.out = AppendSpan(e.out, spans[i], red, cache)
+				n++
+				e.out = AppendSpan(e.out, s, red, cache)
 			}
 			e.out = append(e.out, ']')
 			e.strField(&f, "schemaUrl", sg.key.scope.SchemaURL)

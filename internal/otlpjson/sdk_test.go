@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -163,5 +164,58 @@ func TestSDKEncodingInvalidUTF8(t *testing.T) {
 	}
 	if !bytes.Contains(got, []byte("a\xef\xbf\xbdb")) {
 		t.Errorf("value not repaired: %s", got)
+	}
+}
+
+// lazySpans lists spans for AppendSDKSpans, counting the calls of Span and
+// leaving out (nil) the span at index skip.
+type lazySpans struct {
+	spans []sdktrace.ReadOnlySpan
+	skip  int
+	calls []int
+}
+
+func (l *lazySpans) Len() int { return len(l.spans) }
+func (l *lazySpans) Scope(i int) (*resource.Resource, instrumentation.Scope) {
+	return l.spans[i].Resource(), l.spans[i].InstrumentationScope()
+}
+func (l *lazySpans) Span(i int) sdktrace.ReadOnlySpan {
+	l.calls = append(l.calls, i)
+	if i == l.skip {
+		return nil
+	}
+	return l.spans[i]
+}
+
+// TestSDKSpans: AppendSDKSpans asks for each span once, and writes what
+// AppendSDKRequest writes for the spans it was given; a nil span is left
+// out.
+func TestSDKSpans(t *testing.T) {
+	spans := sdkSpans(t)
+	if len(spans) < 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	all := &lazySpans{spans: spans, skip: -1}
+	if got, want := otlpjson.AppendSDKSpans(nil, all, nil, nil), encodeSDK(spans, nil, nil); !bytes.Equal(got, want) {
+		t.Errorf("all spans:\n got %s\nwant %s", got, want)
+	}
+	seen := map[int]bool{}
+	for _, i := range all.calls {
+		if seen[i] {
+			t.Errorf("span %d asked for twice", i)
+		}
+		seen[i] = true
+	}
+	if len(seen) != len(spans) {
+		t.Errorf("asked for %d spans of %d", len(seen), len(spans))
+	}
+	// Leave out the last span: not the first of its scope (sdkSpans has
+	// two scopes, each with several spans), so the groups and their order
+	// stay the same.
+	last := len(spans) - 1
+	one := &lazySpans{spans: spans, skip: last}
+	got := otlpjson.AppendSDKSpans(nil, one, nil, nil)
+	if want := encodeSDK(spans[:last], nil, nil); !bytes.Equal(got, want) {
+		t.Errorf("the last span left out:\n got %s\nwant %s", got, want)
 	}
 }
