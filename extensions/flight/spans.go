@@ -86,7 +86,9 @@ func (p *SpanProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	f := fieldsOf(s, &p.fields)
 	id := spanKey{f.spanContext.TraceID(), f.spanContext.SpanID()}
 	if p.recentLocked(id) {
-		p.fields = spanFields{}
+		if f == &p.fields {
+			p.fields = spanFields{}
+		}
 		p.mu.Unlock()
 		return
 	}
@@ -384,9 +386,10 @@ func (c *spanCopy) decode() ([]sdktrace.ReadOnlySpan, error) {
 // (otlpjson.AppendSDKSpans): Span decodes a record when the encoder asks
 // for it, so that no more than one decoded span is alive at once. Decoded
 // all at once, a snapshot's 2,048 spans were some 4 MB of objects with
-// pointers for the few milliseconds of the encoding; a GC cycle that
-// marked during it scanned them and paced its successors by that, starting
-// their marks early (see docs/benchmarking.md, 2026-12-04, 22:00).
+// pointers, alive for the few milliseconds of the encoding: a GC cycle
+// that marked then scanned them (4 MB of heap scan work against ~0.6 MB in
+// other cycles of BenchmarkFullStack), and the pacer sets the next cycles
+// by that work (see docs/benchmarking.md, 2026-12-04, 22:00).
 
 // Len returns the number of copied spans.
 func (c *spanCopy) Len() int { return len(c.spans) }
