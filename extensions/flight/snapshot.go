@@ -330,6 +330,10 @@ func (x *Extension) encodeSpans(spans *spanCopy) []byte {
 		red = &x.red.r
 	}
 	data := otlpjson.AppendSDKSpans(x.spansBuf[:0], spans, red, &x.spansCache)
+	// A snapshot is a generation of the cache: it keeps the long strings
+	// of this snapshot's spans and the last one's, not those of spans long
+	// gone (a burst of large tool results an hour ago).
+	x.spansCache.Rotate()
 	if spans.err != nil {
 		x.ec.Logger().Warn("flight: span snapshot", "err", spans.err)
 	}

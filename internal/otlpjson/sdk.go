@@ -56,6 +56,10 @@ func (e *sdkEncoder) field(key, s string) {
 // a string that spans repeat (a tool catalog, a system prompt) is
 // redacted and escaped once, not at every span. It holds at most
 // cacheMaxBytes of strings and encodings, and starts afresh past that.
+// [StringCache.Rotate] ends a generation: an entry not used in the
+// generation before is dropped then, so that a cache its owner rotates
+// (the flight recorder, at each span snapshot) keeps what recent
+// encodings used, not what some past burst of spans left.
 // It keeps copies of the strings it is given, never the strings
 // themselves: a caller's string may share a large buffer (the flight
 // recorder decodes a snapshot's spans into strings of one buffer, and
@@ -64,39 +68,80 @@ func (e *sdkEncoder) field(key, s string) {
 // again. It is safe for concurrent use.
 type StringCache struct {
 	mu    sync.Mutex
-	m     map[cacheKey][]byte
-	bytes int
+	m     map[cacheKey]cacheEntry // this generation's entries
+	old   map[cacheKey]cacheEntry // the generation before's; an entry used again moves to m
+	bytes int                     // of the strings and encodings of m and old
 }
 
 type cacheKey struct{ key, s string }
+
+// cacheEntry is an encoding and the key it is kept under: copies of the
+// strings it was made for (see StringCache).
+type cacheEntry struct {
+	k   cacheKey
+	enc []byte
+}
+
+func (e cacheEntry) bytes() int { return len(e.k.key) + len(e.k.s) + len(e.enc) }
 
 const (
 	cacheMin      = 256     // shorter strings are encoded each time
 	cacheMaxBytes = 4 << 20 // past this the cache starts afresh
 )
 
+// Rotate ends a generation: the entries that were not used since the
+// Rotate before are dropped.
+func (c *StringCache) Rotate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.old {
+		c.bytes -= e.bytes()
+	}
+	c.old, c.m = c.m, nil
+}
+
 // append appends the encoding of red.Field(key, s).
 func (c *StringCache) append(dst []byte, key, s string, red *redact.Redactor) []byte {
 	k := cacheKey{key, s}
 	c.mu.Lock()
-	enc, ok := c.m[k]
+	e, ok := c.m[k]
+	if !ok {
+		if e, ok = c.old[k]; ok {
+			delete(c.old, k)
+			if c.m == nil {
+				c.m = map[cacheKey]cacheEntry{}
+			}
+			c.m[e.k] = e
+		}
+	}
 	c.mu.Unlock()
 	if ok {
-		return append(dst, enc...)
+		return append(dst, e.enc...)
 	}
 	n := len(dst)
-	e := sdkEncoder{encoder: encoder{out: dst}}
-	e.valid(red.Field(key, s))
-	enc = slices.Clone(e.out[n:])
-	c.mu.Lock()
-	if c.m == nil || c.bytes+len(key)+len(s)+len(enc) > cacheMaxBytes {
-		c.m, c.bytes = map[cacheKey][]byte{}, 0
-	}
+	enc := sdkEncoder{encoder: encoder{out: dst}}
+	enc.valid(red.Field(key, s))
 	// Copies, not the caller's strings (see StringCache).
-	c.m[cacheKey{strings.Clone(key), strings.Clone(s)}] = enc
-	c.bytes += len(key) + len(s) + len(enc)
+	e = cacheEntry{k: cacheKey{strings.Clone(key), strings.Clone(s)}, enc: slices.Clone(enc.out[n:])}
+	c.mu.Lock()
+	if c.bytes+e.bytes() > cacheMaxBytes {
+		c.m, c.old, c.bytes = nil, nil, 0
+	}
+	if c.m == nil {
+		c.m = map[cacheKey]cacheEntry{}
+	}
+	// Another call may have added the same key meanwhile.
+	if had, ok := c.m[e.k]; ok {
+		c.bytes -= had.bytes()
+	}
+	if had, ok := c.old[e.k]; ok {
+		delete(c.old, e.k)
+		c.bytes -= had.bytes()
+	}
+	c.m[e.k] = e
+	c.bytes += e.bytes()
 	c.mu.Unlock()
-	return e.out
+	return enc.out
 }
 
 // valid writes s, its invalid UTF-8 replaced by U+FFFD.

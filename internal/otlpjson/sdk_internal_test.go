@@ -37,17 +37,57 @@ func TestStringCacheKeepsCopies(t *testing.T) {
 	for i := range buf {
 		buf[i] = 'x'
 	}
-	enc, ok := c.m[cacheKey{"gen_ai.tool.message", value}]
+	e, ok := c.m[cacheKey{"gen_ai.tool.message", value}]
 	if !ok {
 		t.Fatal("the entry is lost once the caller's buffer changed")
 	}
-	if string(enc) != want {
-		t.Errorf("entry %q, want %q", enc, want)
+	if string(e.enc) != want {
+		t.Errorf("entry %q, want %q", e.enc, want)
 	}
 	if got := string(c.append(nil, "gen_ai.tool.message", value, red)); got != want {
 		t.Errorf("cached encoding %q, want %q", got, want)
 	}
 	if c.bytes != len(key)+len(value)+len(want) {
 		t.Errorf("the cache counts %d bytes, want %d", c.bytes, len(key)+len(value)+len(want))
+	}
+}
+
+// TestStringCacheGenerations: Rotate drops the entries not used since the
+// Rotate before, keeps (and moves to the new generation) those used, and
+// the cache counts the bytes of what it keeps.
+func TestStringCacheGenerations(t *testing.T) {
+	var c StringCache
+	red := redact.New(nil)
+	a, b := strings.Repeat("a", cacheMin), strings.Repeat("b", cacheMin+1)
+	encA := string(c.append(nil, "k", a, red))
+	encB := string(c.append(nil, "k", b, red))
+	size := func(s, enc string) int { return len("k") + len(s) + len(enc) }
+	if c.bytes != size(a, encA)+size(b, encB) {
+		t.Fatalf("%d bytes, want %d", c.bytes, size(a, encA)+size(b, encB))
+	}
+	c.Rotate()
+	// a is used in the new generation, b is not.
+	if got := string(c.append(nil, "k", a, red)); got != encA {
+		t.Errorf("a from the generation before: %q, want %q", got, encA)
+	}
+	if _, ok := c.m[cacheKey{"k", a}]; !ok {
+		t.Error("a, used again, did not move to the new generation")
+	}
+	c.Rotate()
+	if _, ok := c.old[cacheKey{"k", b}]; ok {
+		t.Error("b, unused for a generation, was kept")
+	}
+	if _, ok := c.old[cacheKey{"k", a}]; !ok {
+		t.Error("a, used in the last generation, was dropped")
+	}
+	if c.bytes != size(a, encA) {
+		t.Errorf("%d bytes after b was dropped, want %d", c.bytes, size(a, encA))
+	}
+	c.Rotate()
+	if len(c.m)+len(c.old) != 0 || c.bytes != 0 {
+		t.Errorf("after two generations unused: %d+%d entries, %d bytes", len(c.m), len(c.old), c.bytes)
+	}
+	if got := string(c.append(nil, "k", b, red)); got != encB {
+		t.Errorf("b encoded again: %q, want %q", got, encB)
 	}
 }
