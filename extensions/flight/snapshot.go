@@ -297,7 +297,7 @@ func (x *Extension) snapshotSpans() int {
 		// are what compacting would write. Written as spans.json, they
 		// replace the log, which then does not grow to its cap to be
 		// compacted, encoding the same spans again.
-		return x.writeSpans(spans, last)
+		return x.writeSpans(spans)
 	}
 	data := x.encodeSpans(spans)
 	err := appendLine(filepath.Join(x.dir, recording.SpansLog), data)
@@ -356,13 +356,13 @@ func (x *Extension) compactSpans() int {
 		return 0
 	}
 	spans := x.recentSpans(0)
-	return x.writeSpans(spans, spans.last)
+	return x.writeSpans(spans)
 }
 
-// writeSpans writes spans, every buffered span of the recent traces, the
-// last numbered last, into spans.json and removes spans.jsonl. It
-// returns the number of spans written.
-func (x *Extension) writeSpans(spans *spanCopy, last uint64) int {
+// writeSpans writes spans, every buffered span of the recent traces, into
+// spans.json and removes spans.jsonl. It returns the number of spans
+// written.
+func (x *Extension) writeSpans(spans *spanCopy) int {
 	data := x.encodeSpans(spans)
 	err := writeFileAtomic(filepath.Join(x.dir, recording.SpansSnapshot), data)
 	if err == nil {
@@ -375,7 +375,7 @@ func (x *Extension) writeSpans(spans *spanCopy, last uint64) int {
 		x.ec.Logger().Warn("flight: span snapshot failed", "err", err)
 		return spans.Len()
 	}
-	x.spanSeq, x.spansLogBytes = last, 0
+	x.spanSeq, x.spansLogBytes = spans.last, 0
 	return spans.Len()
 }
 

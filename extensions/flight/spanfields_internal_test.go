@@ -98,45 +98,48 @@ func TestSpanFieldsInPlace(t *testing.T) {
 	}
 }
 
-// TestSameLayout checks that the layout check refuses what is not
-// spanFields's layout.
+// TestSameLayout checks that the layout check refuses a struct that
+// differs from the one it wants in one respect only: a field's name, a
+// field's type, the number of fields, or not being behind a pointer.
 func TestSameLayout(t *testing.T) {
-	want := reflect.TypeFor[spanFields]()
-	type renamed struct {
-		Name                  string
-		spanContext           trace.SpanContext
-		parent                trace.SpanContext
-		spanKind              trace.SpanKind
-		startTime             time.Time
-		endTime               time.Time
-		attributes            []attribute.KeyValue
-		events                []sdktrace.Event
-		links                 []sdktrace.Link
-		status                sdktrace.Status
-		childSpanCount        int
-		droppedAttributeCount int
-		droppedEventCount     int
-		droppedLinkCount      int
-		resource              *resource.Resource
-		instrumentationScope  struct{ Name, Version, SchemaURL string }
+	type want struct {
+		name string
+		sc   trace.SpanContext
+		n    int
 	}
-	type short struct {
-		name        string
-		spanContext trace.SpanContext
+	type renamed struct {
+		name string
+		sc   trace.SpanContext
+		m    int
+	}
+	type retyped struct {
+		name string
+		sc   trace.SpanContext
+		n    int64
+	}
+	type longer struct {
+		name string
+		sc   trace.SpanContext
+		n    int
+		more bool
 	}
 	for _, c := range []struct {
 		t    reflect.Type
 		want bool
 	}{
-		{reflect.TypeFor[*spanFields](), true},
-		{reflect.TypeFor[spanFields](), false}, // not a pointer
+		{reflect.TypeFor[*want](), true},
+		{reflect.TypeFor[want](), false}, // not a pointer
 		{reflect.TypeFor[*int](), false},
 		{reflect.TypeFor[*renamed](), false},
-		{reflect.TypeFor[*short](), false},
+		{reflect.TypeFor[*retyped](), false},
+		{reflect.TypeFor[*longer](), false},
 	} {
-		if got := sameLayout(c.t, want); got != c.want {
+		if got := sameLayout(c.t, reflect.TypeFor[want]()); got != c.want {
 			t.Errorf("sameLayout(%v) = %v, want %v", c.t, got, c.want)
 		}
+	}
+	if !sameLayout(reflect.TypeFor[*spanFields](), reflect.TypeFor[spanFields]()) {
+		t.Error("spanFields is not laid out as itself")
 	}
 }
 

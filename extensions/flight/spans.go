@@ -360,26 +360,12 @@ func (c *spanCopy) decode() ([]sdktrace.ReadOnlySpan, error) {
 		return nil, nil
 	}
 	out := make([]sdktrace.ReadOnlySpan, 0, len(c.spans))
-	// The decoded strings share c.recs, which is the copy's alone and not
-	// written again: a string of its bytes costs no second copy. Whatever
-	// keeps one past the spans' use must copy it, or it keeps all of
-	// c.recs alive (otlpjson.StringCache, which the span snapshots use,
-	// copies its keys).
-	all := unsafe.String(unsafe.SliceData(c.recs), len(c.recs))
-	var errs error
-	for _, cs := range c.spans {
-		if cs.odd != nil {
-			out = append(out, cs.odd)
-			continue
+	for i := range c.spans {
+		if s := c.Span(i); s != nil {
+			out = append(out, s)
 		}
-		d, err := decodeSpanRecord(all[cs.off:cs.off+cs.n], cs.scope, c.keys, c.refs[cs.ref:cs.ref+cs.nrefs])
-		if err != nil {
-			errs = err
-			continue
-		}
-		out = append(out, d)
 	}
-	return out, errs
+	return out, c.err
 }
 
 // The span snapshots encode a copy's spans one at a time
@@ -410,6 +396,11 @@ func (c *spanCopy) Span(i int) sdktrace.ReadOnlySpan {
 	if cs.odd != nil {
 		return cs.odd
 	}
+	// The decoded strings share c.recs, which is the copy's alone and not
+	// written again: a string of its bytes costs no second copy. Whatever
+	// keeps one past the spans' use must copy it, or it keeps all of
+	// c.recs alive (otlpjson.StringCache, which the span snapshots use,
+	// copies its keys).
 	all := unsafe.String(unsafe.SliceData(c.recs), len(c.recs))
 	d, err := decodeSpanRecord(all[cs.off:cs.off+cs.n], cs.scope, c.keys, c.refs[cs.ref:cs.ref+cs.nrefs])
 	if err != nil {
