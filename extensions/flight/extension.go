@@ -636,10 +636,19 @@ func bytesView(b []byte) string {
 
 // record encodes e (redacted) into the ring and the journal.
 func (x *Extension) record(e *Event) {
+	if j := x.recordLocked(e); j != nil {
+		// Outside the lock: the writer goroutine may get its turn here.
+		j.Yield()
+	}
+}
+
+// recordLocked records e under x.mu and returns the journal it went to,
+// nil when none.
+func (x *Extension) recordLocked(e *Event) *recording.Journal {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
-		return
+		return nil
 	}
 	if !x.started {
 		x.startLocked()
@@ -656,6 +665,7 @@ func (x *Extension) record(e *Event) {
 		x.evicted++
 	}
 	x.journalLocked(line, e, carrier, failures)
+	return x.journal
 }
 
 // noteTraceLocked remembers id among the recent traces, forgetting the

@@ -23,7 +23,8 @@ type JournalOptions struct {
 	// are deleted. Default 64 MiB.
 	MaxBytes int64
 	// FlushInterval is how long the writer waits after an append before
-	// it writes the batch. Default 5ms.
+	// it writes the batch (while events keep coming, an interval after
+	// its last write). Default 5ms.
 	FlushInterval time.Duration
 	// MaxPending bounds the bytes waiting for the writer; an event that
 	// would exceed it is dropped and counted ([Stats].Dropped). Default

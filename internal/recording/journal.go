@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +29,8 @@ type Options struct {
 	// are deleted. Default 64 MiB.
 	MaxBytes int64
 	// FlushInterval is how long the writer waits after an append before
-	// it writes the batch. Default 5ms.
+	// it writes the batch (while lines keep coming, an interval after its
+	// last write). Default 5ms.
 	FlushInterval time.Duration
 	// MaxPending bounds the bytes waiting for the writer; an append that
 	// would exceed it is dropped and counted. Default 8 MiB.
@@ -86,8 +88,10 @@ func SegmentName(n int) string { return fmt.Sprintf("%s%08d%s", segmentPrefix, n
 // JSON) and which holds no newline before its end. Appends copy into a
 // memory batch and never wait for the disk; a writer goroutine writes
 // each batch with one write(2) per segment, FlushInterval after the
-// first append, so a killed process loses at most the last batch. Its
-// methods are safe for concurrent use.
+// first append (while lines keep coming, an interval after the last
+// write), so a killed process loses at most the last batch. An appender
+// that keeps its processor busy calls [Journal.Yield] so that the writer
+// gets its turn. Its methods are safe for concurrent use.
 //
 // A write that fails (disk full, file size limit, I/O error) loses the
 // rest of its batch: the lines are counted ([Journal.Lost]), the error is
@@ -109,7 +113,9 @@ type Journal struct {
 	overdue      time.Duration // 4 × FlushInterval
 	pendingSince time.Time     // when buf became non-empty
 	pendingLines int           // the lines appended to buf since
+	lateSeen     bool          // the batch in buf was found late (see Yield)
 	failures     atomic.Uint64 // writes that failed (see Failures)
+	yieldDue     atomic.Bool   // Yield has a late batch to give way to
 
 	kick  chan struct{}   // an append made buf non-empty
 	flush chan chan error // explicit flush requests
@@ -212,9 +218,14 @@ func (j *Journal) AppendParts(parts ...[]byte) bool {
 	first := len(j.buf) == 0
 	overdue := false
 	if first {
-		j.pendingSince, j.pendingLines = time.Now(), 0
+		j.pendingSince, j.pendingLines, j.lateSeen = time.Now(), 0, false
 	} else if j.pendingLines++; j.pendingLines%overdueEvery == 0 {
-		overdue = time.Since(j.pendingSince) > j.overdue
+		age := time.Since(j.pendingSince)
+		overdue = age > j.overdue
+		if !j.lateSeen && age > j.opts.FlushInterval {
+			j.lateSeen = true
+			j.yieldDue.Store(true)
+		}
 	}
 	for _, p := range parts {
 		j.buf = append(j.buf, p...)
@@ -235,6 +246,26 @@ func (j *Journal) AppendParts(parts ...[]byte) bool {
 		j.wmu.Unlock()
 	}
 	return true
+}
+
+// Yield gives up the processor once when an append found the pending
+// batch older than FlushInterval (once a batch), so that the writer
+// goroutine writes it; otherwise it returns at once. Call it after
+// appending, holding no lock.
+//
+// On a processor that the appending goroutine keeps busy (GOMAXPROCS=1,
+// or every processor taken) and that never blocks, the writer's timer
+// fires but the writer runs only when the scheduler preempts that
+// goroutine, every 10 ms or so: batches wait twice their interval, and
+// so does the garbage collector's background worker, whose marks then
+// run on with the write barrier on and the pacer starts the next one
+// earlier (docs/benchmarking.md, "The collector's turn"). Where the
+// writer has a processor of its own it writes on time and Yield does
+// nothing.
+func (j *Journal) Yield() {
+	if j.yieldDue.Load() && j.yieldDue.CompareAndSwap(true, false) {
+		runtime.Gosched()
+	}
 }
 
 // Dropped returns how many lines were dropped because the journal was
@@ -323,9 +354,17 @@ func (j *Journal) writer() {
 			}
 		case <-timer.C:
 			armed = false
-			j.writeBatch()
+			if wrote, _ := j.writeBatch(); wrote {
+				// Due again an interval after this write, whether or
+				// not this goroutine gets to run when the next batch
+				// starts: an appender that finds that batch late
+				// yields (see Yield) after the timer has fired.
+				timer.Reset(j.opts.FlushInterval)
+				armed = true
+			}
 		case ch := <-j.flush:
-			ch <- j.writeBatch()
+			_, err := j.writeBatch()
+			ch <- err
 		case <-j.stop:
 			timer.Stop()
 			j.writeBatch()
@@ -352,23 +391,25 @@ func (j *Journal) setErr(err error) {
 // writeBatch writes the pending lines, then calls AfterWrite. Writer
 // goroutine only. It returns the journal's write error state after the
 // write.
-func (j *Journal) writeBatch() error {
+func (j *Journal) writeBatch() (wrote bool, err error) {
 	j.wmu.Lock()
-	j.writePending()
+	wrote = j.writePending()
 	j.wmu.Unlock()
 	if j.opts.AfterWrite != nil {
 		j.opts.AfterWrite()
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.werr
+	return wrote, j.werr
 }
 
-// writePending swaps the pending buffer and writes it. wmu must be held.
-func (j *Journal) writePending() {
+// writePending swaps the pending buffer and writes it, and reports
+// whether it held lines. wmu must be held.
+func (j *Journal) writePending() bool {
 	j.mu.Lock()
 	batch := j.buf
 	j.buf = j.spare[:0]
+	j.yieldDue.Store(false) // the batch is taken: nothing to yield to
 	j.mu.Unlock()
 	if len(batch) > 0 {
 		written, err := j.write(batch)
@@ -379,6 +420,7 @@ func (j *Journal) writePending() {
 		}
 	}
 	j.spare = batch[:0]
+	return len(batch) > 0
 }
 
 // failed records a failed write that lost n lines. wmu must be held.

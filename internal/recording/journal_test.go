@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -292,5 +295,52 @@ func TestJournalAppendPartsAndFailures(t *testing.T) {
 	}
 	if want := strings.TrimSuffix(string(l2), "\n"); len(got) != 1 || got[0] != want {
 		t.Errorf("journal holds %q, want [%q]", got, want)
+	}
+}
+
+// TestJournalYield keeps one processor busy appending, as an agent's loop
+// does under GOMAXPROCS=1, calling Yield after each line: the writer
+// goroutine must write batches about one FlushInterval apart. Without
+// Yield it runs only when the scheduler preempts the appender, about
+// every 10 ms.
+func TestJournalYield(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const interval = 2 * time.Millisecond
+	var mu sync.Mutex
+	var writes []time.Time
+	j, err := recording.Open(t.TempDir(), recording.Options{FlushInterval: interval, AfterWrite: func() {
+		mu.Lock()
+		writes = append(writes, time.Now())
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close(context.Background())
+	l := line(1) // one line, appended over and over: the loop allocates nothing
+	start := time.Now()
+	for time.Since(start) < 400*time.Millisecond {
+		if !j.Append(l) {
+			t.Fatal("line dropped")
+		}
+		j.Yield()
+		// Busy between lines, as a run is between its events (and at a
+		// pace the disk keeps up with).
+		for d := time.Now().Add(5 * time.Microsecond); time.Now().Before(d); {
+		}
+	}
+	mu.Lock()
+	w := slices.Clone(writes)
+	mu.Unlock()
+	if len(w) < 10 {
+		t.Fatalf("%d batches written in 400 ms of appends, want about 200", len(w))
+	}
+	gaps := make([]time.Duration, len(w)-1)
+	for i := range gaps {
+		gaps[i] = w[i+1].Sub(w[i])
+	}
+	slices.Sort(gaps)
+	if med := gaps[len(gaps)/2]; med > 2*interval {
+		t.Errorf("batches written %v apart (median of %d), want about %v", med, len(gaps), interval)
 	}
 }
