@@ -634,10 +634,12 @@ func bytesView(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// record encodes e (redacted) into the ring and the journal.
+// record encodes e (redacted) into the ring and the journal, then,
+// outside the lock, gives the journal's writer the processor if its batch
+// is late (recording.Journal.Yield): on a processor the agent keeps busy,
+// the writer would otherwise wait for the scheduler to preempt the agent.
 func (x *Extension) record(e *Event) {
 	if j := x.recordLocked(e); j != nil {
-		// Outside the lock: the writer goroutine may get its turn here.
 		j.Yield()
 	}
 }
