@@ -344,16 +344,21 @@ func (j *Journal) writer() {
 	defer close(j.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	armed := false
+	armed, kicked := false, false
 	for {
 		select {
 		case <-j.kick:
+			kicked = true
 			if !armed {
 				timer.Reset(j.opts.FlushInterval)
 				armed = true
 			}
 		case <-timer.C:
 			armed = false
+			if !kicked && !j.pending() {
+				continue // re-armed after a write, and nothing came since
+			}
+			kicked = false
 			if wrote, _ := j.writeBatch(); wrote {
 				// Due again an interval after this write, whether or
 				// not this goroutine gets to run when the next batch
@@ -380,6 +385,13 @@ func (j *Journal) writer() {
 			return
 		}
 	}
+}
+
+// pending reports whether lines wait to be written.
+func (j *Journal) pending() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.buf) > 0
 }
 
 func (j *Journal) setErr(err error) {

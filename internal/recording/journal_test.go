@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -342,5 +343,27 @@ func TestJournalYield(t *testing.T) {
 	slices.Sort(gaps)
 	if med := gaps[len(gaps)/2]; med > 2*interval {
 		t.Errorf("batches written %v apart (median of %d), want about %v", med, len(gaps), interval)
+	}
+}
+
+// TestJournalAfterWriteOncePerBatch: the writer, due again an interval
+// after each write, calls AfterWrite for the batches it writes and the
+// Kicks it gets, not for the interval that finds nothing to write.
+func TestJournalAfterWriteOncePerBatch(t *testing.T) {
+	var calls atomic.Int32
+	j, err := recording.Open(t.TempDir(), recording.Options{FlushInterval: time.Millisecond, AfterWrite: func() { calls.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close(context.Background())
+	j.Append(line(1))
+	time.Sleep(50 * time.Millisecond)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("AfterWrite called %d times for one batch, want 1", n)
+	}
+	j.Kick()
+	time.Sleep(50 * time.Millisecond)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("AfterWrite called %d times after a batch and a Kick, want 2", n)
 	}
 }
