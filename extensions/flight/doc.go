@@ -39,8 +39,11 @@
 // ([WithJournalOptions] sets the caps). An append
 // only encodes the event into preallocated buffers; a writer goroutine
 // that does nothing but write writes each batch a few milliseconds later
-// with plain write(2) calls (and when that goroutine is starved of CPU,
-// the next append writes the batch itself), so a process killed with
+// with plain write(2) calls (on a processor the agent keeps busy, the
+// recorder yields it to that goroutine once a batch is late, rather than
+// leave it waiting for the scheduler to preempt the agent; and when that
+// goroutine is starved of CPU, the next append writes the batch
+// itself), so a process killed with
 // SIGKILL leaves on disk everything accepted more than a few tens of
 // milliseconds before, and readers skip a torn last line.
 //
