@@ -24,7 +24,7 @@ type JournalOptions struct {
 	MaxBytes int64
 	// FlushInterval is how long the writer waits after an append before
 	// it writes the batch (while events keep coming, an interval after
-	// its last write). Default 5ms.
+	// its last write). Default 2ms.
 	FlushInterval time.Duration
 	// MaxPending bounds the bytes waiting for the writer; an event that
 	// would exceed it is dropped and counted ([Stats].Dropped). Default

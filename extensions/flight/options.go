@@ -44,7 +44,7 @@ type Option func(*config)
 //   - ring of 4096 events;
 //   - text previews of 1024 bytes;
 //   - journal: [JournalOptions] defaults (8 MiB segments, 64 MiB in all,
-//     5ms batches);
+//     2ms batches);
 //   - every trigger on; artifacts not included;
 //   - the built-in redaction rules;
 //   - a span buffer of 2048 spans;

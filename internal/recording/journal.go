@@ -30,7 +30,7 @@ type Options struct {
 	MaxBytes int64
 	// FlushInterval is how long the writer waits after an append before
 	// it writes the batch (while lines keep coming, an interval after its
-	// last write). Default 5ms.
+	// last write). Default 2ms.
 	FlushInterval time.Duration
 	// MaxPending bounds the bytes waiting for the writer; an append that
 	// would exceed it is dropped and counted. Default 8 MiB.
@@ -60,7 +60,7 @@ func (o *Options) defaults() {
 		o.MaxBytes = o.SegmentBytes
 	}
 	if o.FlushInterval <= 0 {
-		o.FlushInterval = 5 * time.Millisecond
+		o.FlushInterval = 2 * time.Millisecond
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = 8 << 20
