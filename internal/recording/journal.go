@@ -256,11 +256,11 @@ func (j *Journal) AppendParts(parts ...[]byte) bool {
 // On a processor that the appending goroutine keeps busy (GOMAXPROCS=1,
 // or every processor taken) and that never blocks, the writer's timer
 // fires but the writer runs only when the scheduler preempts that
-// goroutine, every 10 ms or so: batches wait twice their interval, and
-// so does the garbage collector's background worker, whose marks then
-// run on with the write barrier on and the pacer starts the next one
-// earlier (docs/benchmarking.md, "The collector's turn"). Where the
-// writer has a processor of its own it writes on time and Yield does
+// goroutine, every 10 ms or so: batches wait for that instead of their
+// interval, and so does the garbage collector's background worker, whose
+// marks then run on with the write barrier on while the pacer starts the
+// next one earlier (docs/benchmarking.md, "The collector's turn"). Where
+// the writer has a processor of its own it writes on time and Yield does
 // nothing.
 func (j *Journal) Yield() {
 	if j.yieldDue.Load() && j.yieldDue.CompareAndSwap(true, false) {
