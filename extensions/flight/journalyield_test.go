@@ -51,7 +51,7 @@ func TestRecordingGivesTheJournalWriterItsTurn(t *testing.T) {
 		gaps[i] = w[i+1].Sub(w[i])
 	}
 	slices.Sort(gaps)
-	if med := gaps[len(gaps)/2]; med > 2*interval {
+	if med := gaps[len(gaps)/2]; med > 3*interval { // 10 ms and more when broken
 		t.Errorf("batches written %v apart (median of %d, %d runs), want about %v", med, len(gaps), runs, interval)
 	}
 }

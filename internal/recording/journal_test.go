@@ -341,7 +341,7 @@ func TestJournalYield(t *testing.T) {
 		gaps[i] = w[i+1].Sub(w[i])
 	}
 	slices.Sort(gaps)
-	if med := gaps[len(gaps)/2]; med > 2*interval {
+	if med := gaps[len(gaps)/2]; med > 3*interval { // 10 ms and more when broken
 		t.Errorf("batches written %v apart (median of %d), want about %v", med, len(gaps), interval)
 	}
 }
