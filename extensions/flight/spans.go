@@ -268,18 +268,6 @@ func (p *SpanProcessor) Spans(keep func(s sdktrace.ReadOnlySpan) bool) []sdktrac
 	return slices.DeleteFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return !keep(s) })
 }
 
-// since returns the buffered spans numbered after seq, oldest first, of
-// the traces keep reports true for (every trace when keep is nil), and
-// the number of the last span kept (seq when none is newer), and whether
-// they are all the kept spans of those traces (none of them is numbered
-// seq or before). The error reports records that did not decode, left
-// out.
-func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdktrace.ReadOnlySpan, uint64, bool, error) {
-	c := p.copySince(seq, keep)
-	spans, err := c.decode()
-	return spans, c.last, c.whole, err
-}
-
 // spanCopy is a copy of kept spans taken under the processor's lock, to
 // decode outside it: their records in one buffer, and the spans the
 // records could not encode.
@@ -301,8 +289,11 @@ type copiedSpan struct {
 	odd    sdktrace.ReadOnlySpan
 }
 
-// copySince copies the kept spans numbered after seq of the traces keep
-// reports true for (all when nil).
+// copySince copies the kept spans numbered after seq, oldest first, of
+// the traces keep reports true for (all when nil). The copy's last is the
+// number of the last span kept (seq when none is newer), and its whole
+// says whether they are all the kept spans of those traces (none of them
+// is numbered seq or before).
 func (p *SpanProcessor) copySince(seq uint64, keep func(trace.TraceID) bool) *spanCopy {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -646,3 +646,15 @@ func TestSpanSnapshotEncoding(t *testing.T) {
 		}
 	}
 }
+
+// since returns the buffered spans numbered after seq, oldest first, of
+// the traces keep reports true for (every trace when keep is nil), and
+// the number of the last span kept (seq when none is newer), and whether
+// they are all the kept spans of those traces (none of them is numbered
+// seq or before): copySince's copy, decoded. The error reports records
+// that did not decode, left out.
+func (p *SpanProcessor) since(seq uint64, keep func(trace.TraceID) bool) ([]sdktrace.ReadOnlySpan, uint64, bool, error) {
+	c := p.copySince(seq, keep)
+	spans, err := c.decode()
+	return spans, c.last, c.whole, err
+}
